@@ -1,0 +1,1 @@
+"""Example agents served by ``llamon-agent serve`` by default."""

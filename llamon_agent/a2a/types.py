@@ -1,0 +1,193 @@
+"""A2A v0.3 wire types (camelCase on the wire, snake_case in Python).
+
+Inbound objects are validated once, strictly, at the JSON-RPC edge (``server/jsonrpc.py``);
+everything inside the SDK works on these typed objects. ``to_wire()`` gives the JSON shape.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic.alias_generators import to_camel
+
+__all__ = [
+    "Artifact",
+    "DataPart",
+    "FileContent",
+    "FilePart",
+    "INTERRUPTED_STATES",
+    "Message",
+    "MessageSendConfiguration",
+    "MessageSendParams",
+    "Part",
+    "PushNotificationConfig",
+    "TERMINAL_STATES",
+    "Task",
+    "TaskArtifactUpdateEvent",
+    "TaskIdParams",
+    "TaskQueryParams",
+    "TaskState",
+    "TaskStatus",
+    "TaskStatusUpdateEvent",
+    "TextPart",
+]
+
+TaskState = Literal[
+    "submitted",
+    "working",
+    "input-required",
+    "auth-required",
+    "completed",
+    "canceled",
+    "failed",
+    "rejected",
+    "unknown",
+]
+TERMINAL_STATES: frozenset[str] = frozenset({"completed", "canceled", "failed", "rejected"})
+INTERRUPTED_STATES: frozenset[str] = frozenset({"input-required", "auth-required"})
+
+
+class WireModel(BaseModel):
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        strict=True,
+        extra="ignore",
+    )
+
+    def to_wire(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+class TextPart(WireModel):
+    kind: Literal["text"]
+    text: str
+    metadata: dict[str, Any] | None = None
+
+
+class FileContent(WireModel):
+    name: str | None = None
+    mime_type: str | None = None
+    bytes: str | None = None
+    uri: str | None = None
+
+    @model_validator(mode="after")
+    def _exactly_one_source(self) -> FileContent:
+        if (self.bytes is None) == (self.uri is None):
+            raise ValueError("a file needs exactly one of 'bytes' or 'uri'")
+        return self
+
+
+class FilePart(WireModel):
+    kind: Literal["file"]
+    file: FileContent
+    metadata: dict[str, Any] | None = None
+
+
+class DataPart(WireModel):
+    kind: Literal["data"]
+    data: dict[str, Any]
+    metadata: dict[str, Any] | None = None
+
+
+Part = Annotated[TextPart | FilePart | DataPart, Field(discriminator="kind")]
+
+
+class Message(WireModel):
+    kind: Literal["message"] = "message"
+    message_id: Annotated[str, Field(min_length=1)]
+    role: Literal["user", "agent"]
+    parts: Annotated[list[Part], Field(min_length=1)]
+    task_id: str | None = None
+    context_id: str | None = None
+    reference_task_ids: list[str] | None = None
+    extensions: list[str] | None = None
+    metadata: dict[str, Any] | None = None
+
+    def text(self) -> str:
+        """The text parts joined by newlines (what a graph sees as the human's words)."""
+        return "\n".join(p.text for p in self.parts if isinstance(p, TextPart))
+
+    def data(self) -> list[dict[str, Any]]:
+        return [p.data for p in self.parts if isinstance(p, DataPart)]
+
+
+class TaskStatus(WireModel):
+    state: TaskState
+    message: Message | None = None
+    timestamp: str | None = None
+
+
+class Artifact(WireModel):
+    artifact_id: str
+    parts: Annotated[list[Part], Field(min_length=1)]
+    name: str | None = None
+    description: str | None = None
+    metadata: dict[str, Any] | None = None
+    extensions: list[str] | None = None
+
+
+class Task(WireModel):
+    kind: Literal["task"] = "task"
+    id: str
+    context_id: str
+    status: TaskStatus
+    history: list[Message] | None = None
+    artifacts: list[Artifact] | None = None
+    metadata: dict[str, Any] | None = None
+
+
+class TaskStatusUpdateEvent(WireModel):
+    kind: Literal["status-update"] = "status-update"
+    task_id: str
+    context_id: str
+    status: TaskStatus
+    final: bool
+    metadata: dict[str, Any] | None = None
+
+
+class TaskArtifactUpdateEvent(WireModel):
+    kind: Literal["artifact-update"] = "artifact-update"
+    task_id: str
+    context_id: str
+    artifact: Artifact
+    append: bool | None = None
+    last_chunk: bool | None = None
+    metadata: dict[str, Any] | None = None
+
+
+class PushNotificationAuthenticationInfo(WireModel):
+    schemes: list[str]
+    credentials: str | None = None
+
+
+class PushNotificationConfig(WireModel):
+    url: str
+    id: str | None = None
+    token: str | None = None
+    authentication: PushNotificationAuthenticationInfo | None = None
+
+
+class MessageSendConfiguration(WireModel):
+    accepted_output_modes: list[str] | None = None
+    history_length: Annotated[int, Field(ge=0)] | None = None
+    push_notification_config: PushNotificationConfig | None = None
+    blocking: bool | None = None
+
+
+class MessageSendParams(WireModel):
+    message: Message
+    configuration: MessageSendConfiguration | None = None
+    metadata: dict[str, Any] | None = None
+
+
+class TaskQueryParams(WireModel):
+    id: str
+    history_length: Annotated[int, Field(ge=0)] | None = None
+    metadata: dict[str, Any] | None = None
+
+
+class TaskIdParams(WireModel):
+    id: str
+    metadata: dict[str, Any] | None = None

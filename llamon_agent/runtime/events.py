@@ -1,0 +1,131 @@
+"""Per-task event logs with numbered events, replay and live fan-out.
+
+Every event of a task gets the next sequence number (the SSE ``id:``). A log keeps the latest
+events of its task so that ``tasks/resubscribe`` with ``Last-Event-ID`` can replay exactly what a
+client missed. Publishing never blocks and never awaits: a subscriber whose buffer is full is
+evicted (its stream ends and it can resubscribe), so one slow reader cannot wedge a run.
+Subscribing is synchronous, so taking a snapshot and registering cannot miss an event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import OrderedDict, deque
+from collections.abc import AsyncIterator
+from typing import Any
+
+__all__ = ["Event", "EventHub", "EventLog", "Subscription"]
+
+Event = tuple[int, dict[str, Any]]
+_END: Event = (-1, {})
+
+
+class Subscription:
+    def __init__(self, log: EventLog, backlog: list[Event], limit: int) -> None:
+        self._log = log
+        self._queue: deque[Event] = deque(backlog)
+        self._limit = limit
+        self._wakeup = asyncio.Event()
+        self._closed = False
+        self.evicted = False
+        if backlog:
+            self._wakeup.set()
+
+    def _push(self, event: Event) -> None:
+        if len(self._queue) >= self._limit:
+            self.evicted = True
+            self._close()
+            return
+        self._queue.append(event)
+        self._wakeup.set()
+
+    def _close(self) -> None:
+        self._closed = True
+        self._wakeup.set()
+
+    def close(self) -> None:
+        self._log._subscribers.discard(self)
+        self._close()
+
+    async def __aiter__(self) -> AsyncIterator[Event]:
+        try:
+            while True:
+                while self._queue and not self.evicted:
+                    yield self._queue.popleft()
+                if self._closed:
+                    return
+                self._wakeup.clear()
+                await self._wakeup.wait()
+        finally:
+            self.close()
+
+
+class EventLog:
+    def __init__(self, task_id: str, last_seq: int, retain: int, buffer: int) -> None:
+        self.task_id = task_id
+        self.seq = last_seq
+        self.events: deque[Event] = deque(maxlen=retain)
+        self.snapshot: dict[str, Any] | None = None
+        self.finished = True
+        self._subscribers: set[Subscription] = set()
+        self._buffer = buffer
+
+    def publish(self, seq: int, payload: dict[str, Any], *, final: bool = False) -> None:
+        self.seq = seq
+        event = (seq, payload)
+        self.events.append(event)
+        for sub in list(self._subscribers):
+            sub._push(event)
+        if final:
+            self.finished = True
+            for sub in list(self._subscribers):
+                sub._close()
+            self._subscribers.clear()
+
+    def replay_after(self, seq: int) -> list[Event] | None:
+        """Events after ``seq``, or ``None`` when some of them are no longer retained."""
+        if seq >= self.seq:
+            return []
+        if not self.events or self.events[0][0] > seq + 1:
+            return None
+        return [e for e in self.events if e[0] > seq]
+
+    def subscribe(self, backlog: list[Event] | None = None) -> Subscription:
+        sub = Subscription(self, backlog or [], self._buffer)
+        if self.finished:
+            sub._close()
+        else:
+            self._subscribers.add(sub)
+        return sub
+
+
+class EventHub:
+    """Logs of running tasks, plus the most recently finished ones for late replays."""
+
+    def __init__(self, keep_finished: int = 1024, retain: int = 1024, buffer: int = 4096) -> None:
+        self._logs: OrderedDict[str, EventLog] = OrderedDict()
+        self._keep = keep_finished
+        self._retain = retain
+        self._buffer = buffer
+
+    def get(self, task_id: str) -> EventLog | None:
+        return self._logs.get(task_id)
+
+    def open(self, task_id: str, last_seq: int) -> EventLog:
+        log = self._logs.get(task_id)
+        if log is None:
+            log = EventLog(task_id, last_seq, self._retain, self._buffer)
+            self._logs[task_id] = log
+        self._logs.move_to_end(task_id)
+        log.finished = False
+        self._trim()
+        return log
+
+    def _trim(self) -> None:
+        excess = len(self._logs) - self._keep
+        for task_id in list(self._logs):
+            if excess <= 0:
+                break
+            if self._logs[task_id].finished:
+                del self._logs[task_id]
+                excess -= 1

@@ -1,0 +1,75 @@
+"""Builders for the agent's side of the wire: status messages, questions, results."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+
+from ..a2a.types import Artifact, DataPart, Message, Part, TaskStatus, TextPart
+
+__all__ = ["agent_message", "now", "question_message", "result_artifact", "status"]
+
+
+def now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def new_id() -> str:
+    return str(uuid.uuid4())
+
+
+def status(state: str, message: Message | None = None) -> TaskStatus:
+    return TaskStatus(state=state, message=message, timestamp=now())  # type: ignore[arg-type]
+
+
+def agent_message(
+    parts: list[Part], task_id: str, context_id: str, metadata: dict[str, Any] | None = None
+) -> Message:
+    return Message(
+        message_id=new_id(),
+        role="agent",
+        parts=parts,
+        task_id=task_id,
+        context_id=context_id,
+        metadata=metadata,
+    )
+
+
+def question_parts(value: Any) -> list[Part]:
+    """Seed 004 D2: ``[text part with the question, data part {"hitl": payload}]``.
+
+    A payload that is not an ``{"question": ...}`` mapping (a native ``interrupt()`` value) still
+    gets both parts: its text is the string itself or the JSON of the value.
+    """
+    if isinstance(value, dict) and isinstance(value.get("question"), str):
+        text, hitl = value["question"], value
+    elif isinstance(value, str):
+        text, hitl = value, {"question": value}
+    else:
+        text = orjson.dumps(value, default=str).decode()
+        hitl = value if isinstance(value, dict) else {"value": value}
+    return [TextPart(kind="text", text=text), DataPart(kind="data", data={"hitl": hitl})]
+
+
+def question_message(
+    value: Any, interrupt_id: str, task_id: str, context_id: str, *, reask: bool = False
+) -> Message:
+    metadata: dict[str, Any] = {"interruptId": interrupt_id}
+    if reask:
+        metadata["reask"] = True
+    return agent_message(question_parts(value), task_id, context_id, metadata)
+
+
+def result_artifact(result: Any, texts: list[str]) -> Artifact | None:
+    """The turn's output: the ``result`` state value as a data part, then the model's texts."""
+    parts: list[Part] = []
+    if result is not None:
+        data = result if isinstance(result, dict) else {"value": result}
+        parts.append(DataPart(kind="data", data=orjson.loads(orjson.dumps(data, default=str))))
+    parts.extend(TextPart(kind="text", text=t) for t in texts)
+    if not parts:
+        return None
+    return Artifact(artifact_id=new_id(), name="result", parts=parts)

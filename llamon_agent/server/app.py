@@ -1,0 +1,137 @@
+"""``create_app``: the Starlette application serving agents over A2A v0.3."""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from sse_starlette import EventSourceResponse, ServerSentEvent
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from ..agent import Agent
+from ..errors import A2AError, InternalError
+from ..runtime.events import Event
+from ..runtime.tasks import TaskManager
+from ..stores.base import TaskStore
+from ..stores.storage import Storage, open_storage
+from . import jsonrpc
+from .card import CardSource, build_card, load_card
+
+__all__ = ["DEFAULT_DB", "create_app"]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_DB = "llamon.sqlite3"
+_JSON = "application/json"
+_SSE_HEADERS = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
+
+
+def _json(body: bytes) -> Response:
+    return Response(body, media_type=_JSON)
+
+
+def create_app(
+    agents: Sequence[Agent],
+    *,
+    db: str | None = None,
+    task_store: TaskStore | None = None,
+    checkpointer: BaseCheckpointSaver[Any] | None = None,
+    card: CardSource = None,
+    public_url: str | None = None,
+    max_body_bytes: int = 10 * 1024 * 1024,
+) -> Starlette:
+    """Serve ``agents`` (the first is the default) on one JSON-RPC endpoint at ``/``.
+
+    Storage: ``db`` is a SQLite file (default ``$LLAMON_DB`` or ``llamon.sqlite3``) or
+    ``":memory:"``; or pass your own ``task_store`` and ``checkpointer`` together.
+    ``card`` is an agent-card JSON file or mapping (default: built from the agents);
+    ``public_url`` is the endpoint URL the card advertises (default: the request's origin).
+    """
+    agents = list(agents)
+    if not agents or not all(isinstance(a, Agent) for a in agents):
+        raise TypeError("create_app takes a non-empty list of Agent objects")
+    if (task_store is None) != (checkpointer is None):
+        raise ValueError("pass task_store and checkpointer together, or neither")
+    card_template = load_card(card, agents)
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        if task_store is not None and checkpointer is not None:
+            async with TaskManager(agents, Storage(task_store, checkpointer)) as manager:
+                app.state.manager = manager
+                yield
+            return
+        async with open_storage(db or os.environ.get("LLAMON_DB") or DEFAULT_DB) as storage:
+            async with TaskManager(agents, storage) as manager:
+                app.state.manager = manager
+                yield
+
+    async def agent_card(request: Request) -> Response:
+        url = public_url or str(request.base_url)
+        return _json(jsonrpc.orjson.dumps(build_card(card_template, url)))
+
+    async def rpc(request: Request) -> Response:
+        manager: TaskManager = request.app.state.manager
+        body = await request.body()  # the whole body, before any streaming response starts
+        try:
+            call = jsonrpc.parse(body, max_body_bytes)
+        except jsonrpc.EnvelopeError as exc:
+            return _json(jsonrpc.error_body(exc.error, exc.request_id))
+        if call.method in jsonrpc.STREAMING_METHODS:
+            return await _stream(manager, call, request)
+        try:
+            result = await jsonrpc.dispatch(manager, call)
+        except A2AError as exc:
+            return _json(jsonrpc.error_body(exc, call.id))
+        except Exception:
+            log.exception("internal error in %s", call.method)
+            return _json(jsonrpc.error_body(InternalError(), call.id))
+        return _json(jsonrpc.success_body(result, call.id))
+
+    routes = [
+        Route("/", rpc, methods=["POST"]),
+        Route("/.well-known/agent-card.json", agent_card, methods=["GET"]),
+        Route("/.well-known/agent.json", agent_card, methods=["GET"]),
+    ]
+    return Starlette(routes=routes, lifespan=lifespan)
+
+
+def _last_event_id(request: Request) -> int | None:
+    raw = request.headers.get("last-event-id")
+    try:
+        return int(raw) if raw is not None else None
+    except ValueError:
+        return None
+
+
+async def _stream(manager: TaskManager, call: jsonrpc.Request, request: Request) -> Response:
+    try:
+        events = await jsonrpc.open_stream(manager, call, _last_event_id(request))
+    except A2AError as exc:
+        return _sse(_one(jsonrpc.error_body(exc, call.id)))
+    except Exception:
+        log.exception("internal error opening %s", call.method)
+        return _sse(_one(jsonrpc.error_body(InternalError(), call.id)))
+    return _sse(_frames(events, call.id))
+
+
+def _sse(frames: AsyncIterator[ServerSentEvent]) -> Response:
+    return EventSourceResponse(frames, sep="\n", ping=15, headers=_SSE_HEADERS)
+
+
+async def _one(body: bytes) -> AsyncIterator[ServerSentEvent]:
+    yield ServerSentEvent(data=body.decode())
+
+
+async def _frames(events: AsyncIterator[Event], request_id: str | int) -> AsyncIterator[ServerSentEvent]:
+    """Each event as one JSON-RPC response; id 0 marks a snapshot that is not a numbered event."""
+    async for seq, payload in events:
+        data = jsonrpc.success_body(payload, request_id).decode()
+        yield ServerSentEvent(data=data, id=str(seq) if seq else None)

@@ -1,0 +1,59 @@
+"""The agent card: loaded from a file or built from the agents, then made truthful.
+
+Whatever the file says, ``url``, ``protocolVersion``, ``preferredTransport`` and the
+capabilities are set to what this server really does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ..agent import Agent
+from ..runtime.tasks import OUTPUT_MODES
+
+__all__ = ["CardSource", "build_card", "load_card"]
+
+CardSource = str | Path | Mapping[str, Any] | None
+PROTOCOL_VERSION = "0.3.0"
+
+
+def load_card(source: CardSource, agents: Sequence[Agent]) -> dict[str, Any]:
+    if source is None:
+        first = agents[0]
+        return {
+            "name": first.name if len(agents) == 1 else "llamon-agent",
+            "description": first.description if len(agents) == 1 else
+            "Agents: " + ", ".join(a.name for a in agents),
+            "version": "1.0.0",
+            "defaultInputModes": list(OUTPUT_MODES),
+            "defaultOutputModes": list(OUTPUT_MODES),
+            "skills": [skill for a in agents for skill in a.skills],
+        }
+    if isinstance(source, Mapping):
+        return dict(source)
+    card = orjson.loads(Path(source).read_bytes())
+    if not isinstance(card, dict):
+        raise ValueError(f"{source}: an agent card must be a JSON object")
+    return card
+
+
+def build_card(template: Mapping[str, Any], url: str) -> dict[str, Any]:
+    card = dict(template)
+    card["url"] = url
+    card["protocolVersion"] = PROTOCOL_VERSION
+    card["preferredTransport"] = "JSONRPC"
+    card["capabilities"] = {
+        **dict(card.get("capabilities") or {}),
+        "streaming": True,
+        "pushNotifications": False,
+        "stateTransitionHistory": False,
+    }
+    card["supportsAuthenticatedExtendedCard"] = False
+    card.setdefault("version", "1.0.0")
+    card.setdefault("defaultInputModes", list(OUTPUT_MODES))
+    card.setdefault("defaultOutputModes", list(OUTPUT_MODES))
+    return card

@@ -1,0 +1,157 @@
+"""JSON-RPC 2.0 edge: parse, validate once, dispatch, envelope errors in one place."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from pydantic import BaseModel, ValidationError
+
+from ..a2a.types import MessageSendParams, TaskIdParams, TaskQueryParams
+from ..errors import (
+    A2AError,
+    AuthenticatedExtendedCardNotConfiguredError,
+    InvalidParamsError,
+    InvalidRequestError,
+    JSONParseError,
+    MethodNotFoundError,
+    PushNotificationNotSupportedError,
+)
+from ..runtime.events import Event
+from ..runtime.tasks import TaskManager
+
+__all__ = ["STREAMING_METHODS", "Request", "dispatch", "error_body", "parse", "success_body"]
+
+RequestId = str | int | None
+
+STREAMING_METHODS = frozenset({"message/stream", "tasks/resubscribe"})
+_PUSH_METHODS = frozenset(
+    {
+        "tasks/pushNotificationConfig/set",
+        "tasks/pushNotificationConfig/get",
+        "tasks/pushNotificationConfig/list",
+        "tasks/pushNotificationConfig/delete",
+    }
+)
+_PARAMS: dict[str, type[BaseModel]] = {
+    "message/send": MessageSendParams,
+    "message/stream": MessageSendParams,
+    "tasks/get": TaskQueryParams,
+    "tasks/cancel": TaskIdParams,
+    "tasks/resubscribe": TaskIdParams,
+}
+_KNOWN = frozenset(_PARAMS) | _PUSH_METHODS | {"agent/getAuthenticatedExtendedCard"}
+
+
+@dataclass(frozen=True)
+class Request:
+    id: str | int
+    method: str
+    params: Any
+
+
+class EnvelopeError(Exception):
+    """An A2A error together with the request id it must be answered with."""
+
+    def __init__(self, error: A2AError, request_id: RequestId) -> None:
+        super().__init__(error.message)
+        self.error = error
+        self.request_id = request_id
+
+
+def error_body(error: A2AError, request_id: RequestId) -> bytes:
+    return orjson.dumps({"jsonrpc": "2.0", "id": request_id, "error": error.to_error()})
+
+
+def success_body(result: Any, request_id: RequestId) -> bytes:
+    return orjson.dumps({"jsonrpc": "2.0", "id": request_id, "result": result})
+
+
+def _validation_details(exc: ValidationError) -> list[dict[str, Any]]:
+    return [
+        {"field": ".".join(str(p) for p in e["loc"]), "message": e["msg"]}
+        for e in exc.errors(include_url=False, include_context=False, include_input=False)
+    ]
+
+
+def parse(body: bytes, max_bytes: int) -> Request:
+    """Body -> typed request; raises ``EnvelopeError`` with the id to answer."""
+    if len(body) > max_bytes:
+        raise EnvelopeError(InvalidRequestError("Payload too large"), None)
+    try:
+        obj = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        raise EnvelopeError(JSONParseError(), None) from None
+    if isinstance(obj, list):
+        raise EnvelopeError(InvalidRequestError("Batch requests are not supported"), None)
+    if not isinstance(obj, dict):
+        raise EnvelopeError(InvalidRequestError("The request must be a JSON object"), None)
+    request_id = obj.get("id")
+    if "id" not in obj or request_id is None:
+        raise EnvelopeError(
+            InvalidRequestError("Requests without an id (notifications) are not supported"), None
+        )
+    if isinstance(request_id, bool) or not isinstance(request_id, (str, int)):
+        raise EnvelopeError(InvalidRequestError("The id must be a string or an integer"), None)
+    if obj.get("jsonrpc") != "2.0":
+        raise EnvelopeError(InvalidRequestError("jsonrpc must be exactly \"2.0\""), request_id)
+    method = obj.get("method")
+    if not isinstance(method, str):
+        raise EnvelopeError(InvalidRequestError("method must be a string"), request_id)
+    if method not in _KNOWN:
+        raise EnvelopeError(MethodNotFoundError(data={"method": method}), request_id)
+    if method == "agent/getAuthenticatedExtendedCard":
+        return Request(request_id, method, None)
+    params = obj.get("params")
+    if not isinstance(params, dict):
+        raise EnvelopeError(InvalidParamsError("params must be an object"), request_id)
+    if method in _PUSH_METHODS:
+        return Request(request_id, method, params)
+    try:
+        typed = _PARAMS[method].model_validate(params)
+    except ValidationError as exc:
+        raise EnvelopeError(
+            InvalidParamsError(data={"errors": _validation_details(exc)}), request_id
+        ) from None
+    return Request(request_id, method, typed)
+
+
+Handler = Callable[[TaskManager, Any], Awaitable[Any]]
+
+
+async def _send(manager: TaskManager, params: MessageSendParams) -> Any:
+    return await manager.send(params)
+
+
+async def _get(manager: TaskManager, params: TaskQueryParams) -> Any:
+    return await manager.get_task(params.id, params.history_length)
+
+
+async def _cancel(manager: TaskManager, params: TaskIdParams) -> Any:
+    return await manager.cancel(params.id)
+
+
+_HANDLERS: dict[str, Handler] = {
+    "message/send": _send,
+    "tasks/get": _get,
+    "tasks/cancel": _cancel,
+}
+
+
+async def dispatch(manager: TaskManager, request: Request) -> Any:
+    """Run a non-streaming method; A2A errors propagate to the caller's envelope."""
+    if request.method in _PUSH_METHODS:
+        raise PushNotificationNotSupportedError()
+    if request.method == "agent/getAuthenticatedExtendedCard":
+        raise AuthenticatedExtendedCardNotConfiguredError()
+    return await _HANDLERS[request.method](manager, request.params)
+
+
+async def open_stream(
+    manager: TaskManager, request: Request, last_event_id: int | None
+) -> AsyncIterator[Event]:
+    if request.method == "message/stream":
+        return await manager.stream(request.params)
+    return await manager.resubscribe(request.params.id, last_event_id)

@@ -1,0 +1,154 @@
+"""Shared test helpers: an in-process server over HTTP, wire builders, schema validation."""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from asgi_lifespan import LifespanManager
+
+from llamon_agent import Agent, create_app
+
+ROOT = Path(__file__).resolve().parent.parent
+SCHEMA_PATH = ROOT.parent / "shared" / "spec" / "a2a-v0.3.0.schema.json"
+
+
+@cache
+def _schema() -> dict[str, Any] | None:
+    if not SCHEMA_PATH.is_file():
+        if os.environ.get("CI") == "true":
+            raise RuntimeError(f"the A2A schema must be present under CI: {SCHEMA_PATH}")
+        return None
+    return json.loads(SCHEMA_PATH.read_text())
+
+
+def schema_errors(definition: str, instance: Any) -> list[str]:
+    """Validation errors of ``instance`` against a definition of the official v0.3 schema."""
+    from jsonschema import Draft7Validator
+
+    schema = _schema()
+    if schema is None:
+        pytest.skip(f"A2A JSON Schema not found at {SCHEMA_PATH}")
+    validator = Draft7Validator({**schema, "$ref": f"#/definitions/{definition}"})
+    return sorted(f"{list(e.path)}: {e.message}" for e in validator.iter_errors(instance))
+
+
+def assert_valid(definition: str, instance: Any) -> None:
+    errors = schema_errors(definition, instance)
+    assert errors == [], errors
+
+
+def user_message(text: str | None = None, *, context_id: str | None = None,
+                 task_id: str | None = None, data: dict[str, Any] | None = None,
+                 message_id: str | None = None) -> dict[str, Any]:
+    parts: list[dict[str, Any]] = []
+    if text is not None:
+        parts.append({"kind": "text", "text": text})
+    if data is not None:
+        parts.append({"kind": "data", "data": data})
+    message: dict[str, Any] = {
+        "kind": "message",
+        "messageId": message_id or str(uuid.uuid4()),
+        "role": "user",
+        "parts": parts,
+    }
+    if context_id is not None:
+        message["contextId"] = context_id
+    if task_id is not None:
+        message["taskId"] = task_id
+    return message
+
+
+def rpc(method: str, params: Any, request_id: str | int = 1) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+
+
+def send_params(text: str | None = None, *, agent_id: str | None = None,
+                configuration: dict[str, Any] | None = None, **message: Any) -> dict[str, Any]:
+    params: dict[str, Any] = {"message": user_message(text, **message)}
+    if agent_id is not None:
+        params["metadata"] = {"agentId": agent_id}
+    if configuration is not None:
+        params["configuration"] = configuration
+    return params
+
+
+def parse_sse(raw: str) -> list[dict[str, Any]]:
+    """SSE frames as ``{"id": str | None, "data": parsed JSON}``; comment lines are skipped."""
+    events = []
+    for frame in raw.split("\n\n"):
+        event_id, data = None, []
+        for line in frame.split("\n"):
+            if line.startswith("id:"):
+                event_id = line[3:].strip()
+            elif line.startswith("data:"):
+                data.append(line[5:].lstrip())
+        if data:
+            events.append({"id": event_id, "data": json.loads("\n".join(data))})
+    return events
+
+
+class A2AClient:
+    """A thin raw client: exact wire in, exact wire out."""
+
+    def __init__(self, http: httpx.AsyncClient) -> None:
+        self.http = http
+
+    async def call(self, method: str, params: Any, request_id: str | int = 1) -> dict[str, Any]:
+        response = await self.http.post("/", json=rpc(method, params, request_id))
+        assert response.status_code == 200
+        assert response.headers["content-type"].startswith("application/json")
+        return response.json()
+
+    async def result(self, method: str, params: Any) -> dict[str, Any]:
+        body = await self.call(method, params)
+        assert "error" not in body, body
+        return body["result"]
+
+    async def send(self, text: str | None = None, **kw: Any) -> dict[str, Any]:
+        return await self.result("message/send", send_params(text, **kw))
+
+    async def stream(self, method: str, params: Any, request_id: str | int = 1,
+                     headers: dict[str, str] | None = None) -> list[dict[str, Any]]:
+        async with self.http.stream("POST", "/", json=rpc(method, params, request_id),
+                                    headers=headers or {}) as response:
+            assert response.status_code == 200
+            assert response.headers["content-type"].startswith("text/event-stream")
+            raw = (await response.aread()).decode()
+        assert "\r\n" not in raw
+        return parse_sse(raw)
+
+
+@asynccontextmanager
+async def serve(agents: Sequence[Agent], **kwargs: Any) -> AsyncIterator[A2AClient]:
+    kwargs.setdefault("db", ":memory:")
+    app = create_app(agents, **kwargs)
+    async with LifespanManager(app) as manager:
+        transport = httpx.ASGITransport(app=manager.app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://testserver",
+                                     timeout=30) as http:
+            yield A2AClient(http)
+
+
+@pytest.fixture
+def example_agents() -> list[Agent]:
+    from app.main import AGENTS
+
+    return AGENTS
+
+
+@pytest.fixture
+async def client(example_agents: list[Agent]) -> AsyncIterator[A2AClient]:
+    async with serve(example_agents) as c:
+        yield c
+
+
+ServeFactory = Callable[..., Any]
