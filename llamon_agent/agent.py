@@ -64,8 +64,8 @@ class Agent:
         if isinstance(builder, StateGraph):
             return hitl_builder(builder).compile(
                 checkpointer=checkpointer,
-                interrupt_before=graph.interrupt_before_nodes or None,
-                interrupt_after=graph.interrupt_after_nodes or None,
+                interrupt_before=_nodes(graph.interrupt_before_nodes),
+                interrupt_after=_nodes(graph.interrupt_after_nodes),
                 store=graph.store,
                 name=graph.name,
             )
@@ -80,3 +80,10 @@ class Agent:
 
     def card_entry(self) -> dict[str, Any]:
         return {"id": self.id, "name": self.name, "description": self.description}
+
+
+def _nodes(selection: Any) -> Any:
+    """A compiled graph's interrupt_before/after, in the form ``compile()`` takes."""
+    if selection == "*":
+        return "*"
+    return list(selection) or None

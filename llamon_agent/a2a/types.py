@@ -12,17 +12,17 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 
 __all__ = [
+    "INTERRUPTED_STATES",
+    "TERMINAL_STATES",
     "Artifact",
     "DataPart",
     "FileContent",
     "FilePart",
-    "INTERRUPTED_STATES",
     "Message",
     "MessageSendConfiguration",
     "MessageSendParams",
     "Part",
     "PushNotificationConfig",
-    "TERMINAL_STATES",
     "Task",
     "TaskArtifactUpdateEvent",
     "TaskIdParams",

@@ -77,10 +77,14 @@ class EventLog:
         for sub in list(self._subscribers):
             sub._push(event)
         if final:
-            self.finished = True
-            for sub in list(self._subscribers):
-                sub._close()
-            self._subscribers.clear()
+            self.close()
+
+    def close(self) -> None:
+        """The turn is over: end every live subscription (a no-op after a final event)."""
+        self.finished = True
+        for sub in list(self._subscribers):
+            sub._close()
+        self._subscribers.clear()
 
     def replay_after(self, seq: int) -> list[Event] | None:
         """Events after ``seq``, or ``None`` when some of them are no longer retained."""

@@ -109,7 +109,7 @@ def _router(node: str, targets: list[str]) -> BranchSpec:
             return HITL_NODE
         return list(targets) if targets else END
 
-    ends = {t: t for t in [*targets, HITL_NODE, END]}
+    ends: dict[Hashable, str] = {t: t for t in [*targets, HITL_NODE, END]}
     return BranchSpec(path=RunnableLambda(route), ends=ends, input_schema=_HitlChannels)
 
 
@@ -152,7 +152,7 @@ def hitl_builder(builder: StateGraph[Any, Any, Any, Any]) -> StateGraph[Any, Any
     graph.channels = dict(builder.channels)
     graph.managed = dict(builder.managed)
     graph.waiting_edges = set(builder.waiting_edges)
-    graph.add_node(HITL_NODE, _hitl_node, input_schema=_HitlChannels)  # registers the channel
+    graph.add_node(HITL_NODE, _hitl_node, input_schema=_HitlChannels)  # type: ignore[misc]  # registers the channel
 
     request_channel = graph.schemas[_HitlChannels][REQUEST_KEY]
     # new input must be able to clear stale requests, so the input schema carries the channel

@@ -49,11 +49,8 @@ async def run_turn(
     on_progress: ProgressCallback,
 ) -> TurnOutcome:
     outcome = TurnOutcome()
-    async for mode, chunk in graph.astream(
-        graph_input,
-        config,  # type: ignore[arg-type]
-        stream_mode=["updates", "custom"],
-        durability=durability,  # type: ignore[arg-type]
+    async for mode, chunk in graph.astream(  # type: ignore[call-overload]
+        graph_input, config, stream_mode=["updates", "custom"], durability=durability
     ):
         if mode == "custom":
             await on_progress(chunk)

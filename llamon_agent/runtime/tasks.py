@@ -33,7 +33,6 @@ from langgraph.pregel import Pregel
 from langgraph.types import Command, Interrupt
 
 from ..a2a.types import (
-    INTERRUPTED_STATES,
     TERMINAL_STATES,
     DataPart,
     Message,
@@ -178,12 +177,11 @@ class TaskManager:
             raise InvalidParamsError(
                 f"Unknown agentId {hint!r}", data={"agentIds": list(self._served)}
             )
-        if config is not None and config.accepted_output_modes:
-            if not set(config.accepted_output_modes) & set(OUTPUT_MODES):
-                raise ContentTypeNotSupportedError(
-                    data={"acceptedOutputModes": config.accepted_output_modes,
-                          "outputModes": list(OUTPUT_MODES)}
-                )
+        accepted = config.accepted_output_modes if config is not None else None
+        if accepted and not set(accepted) & set(OUTPUT_MODES):
+            raise ContentTypeNotSupportedError(
+                data={"acceptedOutputModes": accepted, "outputModes": list(OUTPUT_MODES)}
+            )
 
         if message.task_id is not None:
             found = await self._store.get(message.task_id)
@@ -375,7 +373,7 @@ class TaskManager:
     def _finish(self, turn: Turn) -> None:
         self._turns.discard(turn)
         self._release(turn.record.context_id, turn)
-        turn.log.finished = True
+        turn.log.close()
         turn.done.set()
 
     async def _run(self, turn: Turn) -> None:
@@ -559,7 +557,7 @@ class TaskManager:
                     record.id, record.context_id,
                 )
                 await self._set_status(turn, "failed", note, final=True)
-            turn.log.finished = True
+            turn.log.close()
 
 
 def _answers(message: Message, pending: Sequence[Interrupt], asked: Interrupt) -> dict[str, Any]:

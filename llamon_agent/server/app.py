@@ -68,10 +68,12 @@ def create_app(
                 app.state.manager = manager
                 yield
             return
-        async with open_storage(db or os.environ.get("LLAMON_DB") or DEFAULT_DB) as storage:
-            async with TaskManager(agents, storage) as manager:
-                app.state.manager = manager
-                yield
+        async with (
+            open_storage(db or os.environ.get("LLAMON_DB") or DEFAULT_DB) as storage,
+            TaskManager(agents, storage) as manager,
+        ):
+            app.state.manager = manager
+            yield
 
     async def agent_card(request: Request) -> Response:
         url = public_url or str(request.base_url)
