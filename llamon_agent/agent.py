@@ -11,7 +11,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import StateGraph
 from langgraph.pregel import Pregel
 
-from .runtime.hitl_graph import REQUEST_KEY, hitl_builder, state_keys
+from .runtime.hitl_graph import REQUEST_KEY, hitl_builder, route_compiled, state_keys
 
 __all__ = ["Agent"]
 
@@ -60,15 +60,8 @@ class Agent:
         graph = self.graph
         if isinstance(graph, StateGraph):
             return hitl_builder(graph).compile(checkpointer=checkpointer, name=self.id)
-        builder = getattr(graph, "builder", None)
-        if isinstance(builder, StateGraph):
-            return hitl_builder(builder).compile(
-                checkpointer=checkpointer,
-                interrupt_before=_nodes(graph.interrupt_before_nodes),
-                interrupt_after=_nodes(graph.interrupt_after_nodes),
-                store=graph.store,
-                name=graph.name,
-            )
+        if isinstance(getattr(graph, "builder", None), StateGraph):
+            return route_compiled(graph, checkpointer)
         return graph.copy(update={"checkpointer": checkpointer})
 
     def input_keys(self) -> frozenset[str] | None:
@@ -81,9 +74,3 @@ class Agent:
     def card_entry(self) -> dict[str, Any]:
         return {"id": self.id, "name": self.name, "description": self.description}
 
-
-def _nodes(selection: Any) -> Any:
-    """A compiled graph's interrupt_before/after, in the form ``compile()`` takes."""
-    if selection == "*":
-        return "*"
-    return list(selection) or None

@@ -1,10 +1,19 @@
 """Compile a user's LangGraph so that nodes may *return* :class:`HITLInterrupt`.
 
-Design (langgraph-hitl.md section 3.3): the user's node is wrapped; when it returns an
-``HITLInterrupt`` the wrapper writes the request into a private channel and every edge out of
-that node is diverted to one generated node, ``__hitl__``, the only place ``interrupt()`` is
-called. On resume only that tiny node re-runs; it writes the answer into the requested state key
-and jumps back to the asking node. The user's node therefore runs exactly twice per question.
+Every user node is wrapped (subgraph nodes are recompiled the same way, recursively):
+
+* **First ask.** The node returns ``HITLInterrupt``; the wrapper calls ``interrupt()`` right
+  there, so the super-step stops exactly as with a native interrupt (parallel branches and joins
+  wait for the answer). The interrupt value is the payload plus the private ``KEY_FIELD``.
+* **The answer.** The runtime resumes with an envelope ``{ANSWER_FIELD: {"key", "value"}}``. The
+  re-entered wrapper sees it waiting for this task *before* running the node, takes it, and runs
+  the node once with the answer in ``state[key]`` (and writes it to state). So the node runs
+  exactly twice per question: ask, then consume.
+* **Asking again from the consuming run, or asking with ``update=``.** A second ``interrupt()`` in
+  the same task would replay every earlier answer (langgraph#7780), and an interrupt discards the
+  node's writes. So these asks are *routed*: the request goes to a private channel, the node's
+  edges divert to one generated node ``__hitl__`` (langgraph-hitl.md section 3.3) that asks and
+  then jumps back with the answer in state. Still one run per answer, and the update is kept.
 
 The user's builder is never mutated: a shallow copy gets new node, edge and branch tables.
 """
@@ -18,8 +27,10 @@ from inspect import isclass
 from typing import Annotated, Any, TypedDict
 
 from langchain_core.runnables import RunnableConfig, RunnableLambda
+from langgraph._internal._constants import CONFIG_KEY_SCRATCHPAD
 from langgraph.graph import END, StateGraph
 from langgraph.graph._branch import BranchSpec
+from langgraph.pregel import Pregel
 from langgraph.types import Command, interrupt
 from pydantic import BaseModel
 
@@ -29,6 +40,8 @@ HITL_NODE = "__hitl__"
 REQUEST_KEY = "__hitl_request__"
 ROUTER_BRANCH = "__hitl_route__"
 CLEAR = "*"
+KEY_FIELD = "__llamon_key__"
+ANSWER_FIELD = "__llamon_answer__"
 
 
 def _merge_requests(
@@ -65,21 +78,93 @@ def _check_thread(request: HITLInterrupt, config: RunnableConfig) -> None:
         )
 
 
+def _scratchpad_resume(config: RunnableConfig) -> list[Any] | None:
+    """Resume values LangGraph holds for the running task, read without consuming them.
+
+    LangGraph offers no public way to ask "is there an answer for me?" before calling
+    ``interrupt()``; the scratchpad is where ``interrupt()`` itself looks.
+    """
+    scratchpad = (config.get("configurable") or {}).get(CONFIG_KEY_SCRATCHPAD)
+    resume = getattr(scratchpad, "resume", None)
+    return resume if isinstance(resume, list) else None
+
+
+def _take_answer(config: RunnableConfig) -> tuple[str, Any] | None:
+    """The answer to this node's first ask, if the runtime resumed it with one."""
+    waiting = _scratchpad_resume(config)
+    if not waiting or not _is_envelope(waiting[0]):
+        return None  # a fresh run, or a native interrupt() of the user's own to replay
+    envelope = interrupt(None)[ANSWER_FIELD]  # returns the waiting value (index 0)
+    return str(envelope["key"]), envelope["value"]
+
+
+def _is_envelope(value: Any) -> bool:
+    return isinstance(value, dict) and isinstance(value.get(ANSWER_FIELD), dict)
+
+
+def _with_answer(state: Any, key: str, value: Any) -> Any:
+    if isinstance(state, dict):
+        return {**state, key: value}
+    if isinstance(state, BaseModel) and key in type(state).model_fields:
+        return state.model_copy(update={key: value})
+    is_instance = dataclasses.is_dataclass(state) and not isinstance(state, type)
+    if is_instance and key in {f.name for f in dataclasses.fields(state)}:
+        return dataclasses.replace(state, **{key: value})
+    return state
+
+
+def _keep_answer(out: Any, key: str, value: Any) -> Any:
+    """The consuming run's output, plus the answer so that it stays in state."""
+    if out is None:
+        return {key: value}
+    if isinstance(out, dict):
+        return {key: value, **out}
+    if isinstance(out, Command) and (out.update is None or isinstance(out.update, dict)):
+        return dataclasses.replace(out, update={key: value, **(out.update or {})})
+    return out
+
+
 def _wrap_node(name: str, runnable: Any) -> RunnableLambda:
-    def to_update(out: Any, config: RunnableConfig) -> Any:
-        if isinstance(out, HITLInterrupt):
-            _check_thread(out, config)
-            request = {"payload": out.payload, "key": out.key}
-            return {**out.update, REQUEST_KEY: {name: request}}
-        return out
+    def handle(out: Any, config: RunnableConfig, *, first: bool) -> Any:
+        if not isinstance(out, HITLInterrupt):
+            return out
+        _check_thread(out, config)
+        if first and not out.update and _scratchpad_resume(config) is not None:
+            interrupt({**out.payload, KEY_FIELD: out.key})  # raises: the super-step stops here
+        request = {"payload": out.payload, "key": out.key}
+        return {**out.update, REQUEST_KEY: {name: request}}
 
     async def arun(state: Any, config: RunnableConfig) -> Any:
-        return to_update(await runnable.ainvoke(state, config), config)
+        answer = _take_answer(config)
+        if answer is None:
+            return handle(await runnable.ainvoke(state, config), config, first=True)
+        key, value = answer
+        out = await runnable.ainvoke(_with_answer(state, key, value), config)
+        return handle(_keep_answer(out, key, value), config, first=False)
 
     def run(state: Any, config: RunnableConfig) -> Any:
-        return to_update(runnable.invoke(state, config), config)
+        answer = _take_answer(config)
+        if answer is None:
+            return handle(runnable.invoke(state, config), config, first=True)
+        key, value = answer
+        out = runnable.invoke(_with_answer(state, key, value), config)
+        return handle(_keep_answer(out, key, value), config, first=False)
 
     return RunnableLambda(run, afunc=arun, name=name)
+
+
+def public_payload(value: Any) -> Any:
+    """An interrupt value as the wire shows it (without the private answer key)."""
+    if isinstance(value, dict) and KEY_FIELD in value:
+        return {k: v for k, v in value.items() if k != KEY_FIELD}
+    return value
+
+
+def resume_value(interrupt_value: Any, answer: Any) -> Any:
+    """What to resume an interrupt with: an envelope for a node's own first ask."""
+    if isinstance(interrupt_value, dict) and KEY_FIELD in interrupt_value:
+        return {ANSWER_FIELD: {"key": interrupt_value[KEY_FIELD], "value": answer}}
+    return answer
 
 
 def _hitl_node(state: dict[str, Any]) -> Command[Any]:
@@ -162,7 +247,12 @@ def hitl_builder(builder: StateGraph[Any, Any, Any, Any]) -> StateGraph[Any, Any
     user_nodes = [n for n in builder.nodes]
     for node in user_nodes:
         spec = graph.nodes[node]
-        graph.nodes[node] = dataclasses.replace(spec, runnable=_wrap_node(node, spec.runnable))
+        subgraph = spec.runnable
+        if isinstance(subgraph, Pregel) and isinstance(getattr(subgraph, "builder", None), StateGraph):
+            routed = route_compiled(subgraph, subgraph.checkpointer)
+            graph.nodes[node] = dataclasses.replace(spec, runnable=routed)
+        else:
+            graph.nodes[node] = dataclasses.replace(spec, runnable=_wrap_node(node, spec.runnable))
         targets = sorted(end for start, end in builder.edges if start == node)
         graph.edges -= {(node, end) for end in targets}
         for name, branch in list(graph.branches.get(node, {}).items()):
@@ -178,6 +268,25 @@ def _raw_schema(graph: StateGraph[Any, Any, Any, Any], user_schema: type[Any], c
     raw = type(f"_Raw_{getattr(user_schema, '__name__', 'State')}", (), {})
     graph.schemas[raw] = {**graph.schemas[user_schema], REQUEST_KEY: channel}
     return raw
+
+
+def route_compiled(graph: Pregel[Any, Any, Any, Any], checkpointer: Any) -> Pregel[Any, Any, Any, Any]:
+    """Recompile a compiled ``StateGraph`` from its builder with HITL routing."""
+    builder = graph.builder  # type: ignore[attr-defined]
+    return hitl_builder(builder).compile(
+        checkpointer=checkpointer,
+        interrupt_before=_nodes(graph.interrupt_before_nodes),
+        interrupt_after=_nodes(graph.interrupt_after_nodes),
+        store=graph.store,
+        name=graph.name,
+    )
+
+
+def _nodes(selection: Any) -> Any:
+    """A compiled graph's interrupt_before/after, in the form ``compile()`` takes."""
+    if selection == "*":
+        return "*"
+    return list(selection) or None
 
 
 def state_keys(builder: StateGraph[Any, Any, Any, Any]) -> frozenset[str]:

@@ -9,6 +9,7 @@ from typing import Any
 import orjson
 
 from ..a2a.types import Artifact, DataPart, Message, Part, TaskStatus, TextPart
+from .hitl_graph import public_payload
 
 __all__ = ["agent_message", "now", "question_message", "result_artifact", "status"]
 
@@ -60,7 +61,7 @@ def question_message(
     metadata: dict[str, Any] = {"interruptId": interrupt_id}
     if reask:
         metadata["reask"] = True
-    return agent_message(question_parts(value), task_id, context_id, metadata)
+    return agent_message(question_parts(public_payload(value)), task_id, context_id, metadata)
 
 
 def result_artifact(result: Any, texts: list[str]) -> Artifact | None:

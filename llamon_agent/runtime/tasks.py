@@ -28,12 +28,14 @@ from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
 from langchain_core.messages import HumanMessage
 from langgraph.pregel import Pregel
 from langgraph.types import Command, Interrupt
 
 from ..a2a.types import (
     TERMINAL_STATES,
+    Artifact,
     DataPart,
     Message,
     MessageSendParams,
@@ -46,6 +48,7 @@ from ..agent import Agent
 from ..core.normalize import Reask, normalize_answer
 from ..errors import (
     ContentTypeNotSupportedError,
+    InvalidAgentResponseError,
     InvalidParamsError,
     PushNotificationNotSupportedError,
     TaskNotCancelableError,
@@ -56,8 +59,8 @@ from ..stores.base import StoredTask
 from ..stores.storage import Storage
 from . import messages
 from .events import Event, EventHub, EventLog, Subscription
-from .hitl_graph import CLEAR, REQUEST_KEY
-from .runner import run_turn
+from .hitl_graph import CLEAR, REQUEST_KEY, public_payload, resume_value
+from .runner import TurnOutcome, run_turn
 
 __all__ = ["OUTPUT_MODES", "TaskManager"]
 
@@ -66,6 +69,7 @@ log = logging.getLogger(__name__)
 OUTPUT_MODES = ("text/plain", "application/json")
 _INTERRUPT_ID = re.compile(r"^[0-9a-f]{32}$")
 _RUNNING = frozenset({"submitted", "working"})
+_COLLECTED = "collected_answers"
 
 
 @dataclass
@@ -302,6 +306,12 @@ class TaskManager:
     async def _resume(
         self, served: _ServedAgent, record: StoredTask, message: Message, blocking: bool
     ) -> Turn:
+        """Answer the waiting question; resume once every question of the step is answered.
+
+        Parallel branches can leave several interrupts pending. Resuming with only some of them
+        answered would re-run the unanswered nodes, so answers are collected on the task (one
+        question at a time on the wire) and the graph resumes with all of them at once.
+        """
         config = _config(record.context_id)
         pending = (await served.graph.aget_state(config)).interrupts  # type: ignore[arg-type]
         if not pending:
@@ -310,47 +320,60 @@ class TaskManager:
                 data={"taskId": record.id},
             )
         asked = next((i for i in pending if i.id == record.pending_interrupt), pending[0])
-        answers = _answers(message, pending, asked)
-
-        resume: dict[str, Any] = {}
-        for interrupt_id, raw in answers.items():
+        collected: dict[str, Any] = {
+            k: v for k, v in dict(record.extra.get(_COLLECTED) or {}).items()  # type: ignore[call-overload]
+            if any(i.id == k for i in pending)
+        }
+        for interrupt_id, raw in _answers(message, pending, asked).items():
             value = next(i.value for i in pending if i.id == interrupt_id)
             reasked = record.reask_count > 0 or interrupt_id != asked.id
-            outcome = await normalize_answer(value, raw, llm=served.agent.llm, reasked=reasked)
+            outcome = await normalize_answer(
+                public_payload(value), raw, llm=served.agent.llm, reasked=reasked
+            )
             if isinstance(outcome, Reask):
-                return await self._reask(served, record, message, asked, blocking)
-            resume[interrupt_id] = outcome.value
+                return self._ask_again(served, record, message, asked, blocking, reask=True)
+            collected[interrupt_id] = resume_value(value, outcome.value)
 
-        inbound = message.model_copy(update={"task_id": record.id, "context_id": record.context_id})
-        history = list(record.task.history or [])
-        if record.task.status.message is not None:
-            history.append(record.task.status.message)
-        history.append(inbound)
-        record.task = record.task.model_copy(
-            update={"history": history, "status": messages.status("working")}
-        )
-        record.pending_interrupt = None
         record.reask_count = 0
-        return Turn(record, served, Command(resume=resume),
+        unanswered = [i for i in pending if i.id not in collected]
+        if unanswered:
+            record.extra[_COLLECTED] = collected
+            return self._ask_again(served, record, message, unanswered[0], blocking, reask=False)
+        record.extra.pop(_COLLECTED, None)
+        record.pending_interrupt = None
+        record.task = record.task.model_copy(
+            update={"history": self._answered_history(record, message),
+                    "status": messages.status("working")}
+        )
+        return Turn(record, served, Command(resume=collected),
                     self._hub.open(record.id, record.event_seq), blocking)
 
-    async def _reask(
-        self, served: _ServedAgent, record: StoredTask, message: Message, asked: Interrupt,
-        blocking: bool,
-    ) -> Turn:
-        """Seed 004: an unclear answer gets the same question once more; nothing runs."""
+    @staticmethod
+    def _answered_history(record: StoredTask, message: Message) -> list[Message]:
+        """History after an answer: the question that was asked, then the answer."""
         inbound = message.model_copy(update={"task_id": record.id, "context_id": record.context_id})
         history = list(record.task.history or [])
         if record.task.status.message is not None:
             history.append(record.task.status.message)
         history.append(inbound)
-        question = messages.question_message(
-            asked.value, asked.id, record.id, record.context_id, reask=True
+        return history
+
+    def _ask_again(
+        self, served: _ServedAgent, record: StoredTask, message: Message, question: Interrupt,
+        blocking: bool, *, reask: bool,
+    ) -> Turn:
+        """A turn that asks without running the graph: a re-ask (seed 004: an unclear answer
+        gets the same question once more) or the next of several parallel questions."""
+        status_message = messages.question_message(
+            question.value, question.id, record.id, record.context_id, reask=reask
         )
         record.task = record.task.model_copy(
-            update={"history": history, "status": messages.status("input-required", question)}
+            update={"history": self._answered_history(record, message),
+                    "status": messages.status("input-required", status_message)}
         )
-        record.reask_count += 1
+        record.pending_interrupt = question.id
+        if reask:
+            record.reask_count += 1
         return Turn(record, served, None, self._hub.open(record.id, record.event_seq), blocking)
 
     # ------------------------------------------------------------------ running
@@ -379,8 +402,8 @@ class TaskManager:
     async def _run(self, turn: Turn) -> None:
         record = turn.record
         try:
+            await self._set_status(turn, "working")
             try:
-                await self._set_status(turn, "working")
                 outcome = await run_turn(
                     turn.served.graph,
                     turn.graph_input,
@@ -388,51 +411,36 @@ class TaskManager:
                     durability=turn.served.agent.durability,
                     on_progress=lambda chunk: self._progress(turn, chunk),
                 )
+                ending = _ending(outcome, record)
             except asyncio.CancelledError:
                 if not turn.canceled:
                     raise
-                await self._set_status(turn, "canceled", final=True)
-                return
+                ending = _Ending("canceled")
             except Exception as exc:
                 log.exception("task %s failed", record.id)
-                text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-                failure = messages.agent_message(
-                    [TextPart(kind="text", text=f"The agent failed: {text}")],
-                    record.id, record.context_id,
-                )
-                await self._set_status(turn, "failed", failure, final=True)
-                return
-            if outcome.interrupts:
-                asked = outcome.interrupts[0]
-                record.pending_interrupt = asked.id
-                question = messages.question_message(asked.value, asked.id, record.id, record.context_id)
-                await self._set_status(turn, "input-required", question, final=True)
-                return
-            artifact = messages.result_artifact(outcome.result, outcome.texts)
-            reply = None
-            if artifact is not None:
-                record.task = record.task.model_copy(
-                    update={"artifacts": [*(record.task.artifacts or []), artifact]}
-                )
-                event = TaskArtifactUpdateEvent(
-                    task_id=record.id, context_id=record.context_id, artifact=artifact,
-                    append=False, last_chunk=True,
-                )
-                await self._save_and_publish(turn, event.to_wire())
-                if outcome.texts:
-                    reply = messages.agent_message(
-                        [TextPart(kind="text", text="\n\n".join(outcome.texts))],
-                        record.id, record.context_id,
-                    )
-            await self._set_status(turn, "completed", reply, final=True)
+                ending = _Ending("failed", _failure(exc, record))
+            await self._end(turn, ending)
         except asyncio.CancelledError:
-            if turn.log.seq == record.event_seq and not turn.canceled:
-                log.warning("task %s interrupted by shutdown", record.id)
+            log.warning("task %s stopped by shutdown; it is recovered at the next start", record.id)
             raise
         except Exception:  # the store failed while reporting: nothing more can be said
             log.exception("task %s could not be finalised", record.id)
         finally:
             self._finish(turn)
+
+    async def _end(self, turn: Turn, ending: _Ending) -> None:
+        record = turn.record
+        record.pending_interrupt = ending.pending_interrupt
+        if ending.artifact is not None:
+            record.task = record.task.model_copy(
+                update={"artifacts": [*(record.task.artifacts or []), ending.artifact]}
+            )
+            event = TaskArtifactUpdateEvent(
+                task_id=record.id, context_id=record.context_id, artifact=ending.artifact,
+                append=False, last_chunk=True,
+            )
+            await self._save_and_publish(turn, event.to_wire())
+        await self._set_status(turn, ending.state, ending.message, final=True)
 
     async def _progress(self, turn: Turn, chunk: Any) -> None:
         """``get_stream_writer()`` output: a ``working`` status update, not persisted."""
@@ -558,6 +566,42 @@ class TaskManager:
                 )
                 await self._set_status(turn, "failed", note, final=True)
             turn.log.close()
+
+
+@dataclass(frozen=True)
+class _Ending:
+    state: str
+    message: Message | None = None
+    artifact: Artifact | None = None
+    pending_interrupt: str | None = None
+
+
+def _ending(outcome: TurnOutcome, record: StoredTask) -> _Ending:
+    """How a finished graph turn ends the task; raises on output that cannot go on the wire."""
+    if outcome.interrupts:
+        asked = outcome.interrupts[0]
+        try:
+            orjson.dumps(asked.value)
+        except TypeError as exc:
+            raise InvalidAgentResponseError(
+                f"Invalid agent response: the question is not JSON ({exc})"
+            ) from exc
+        question = messages.question_message(asked.value, asked.id, record.id, record.context_id)
+        return _Ending("input-required", question, pending_interrupt=asked.id)
+    artifact = messages.result_artifact(outcome.result, outcome.texts)
+    reply = None
+    if outcome.texts:
+        reply = messages.agent_message(
+            [TextPart(kind="text", text="\n\n".join(outcome.texts))], record.id, record.context_id
+        )
+    return _Ending("completed", reply, artifact)
+
+
+def _failure(exc: Exception, record: StoredTask) -> Message:
+    text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    return messages.agent_message(
+        [TextPart(kind="text", text=f"The agent failed: {text}")], record.id, record.context_id
+    )
 
 
 def _answers(message: Message, pending: Sequence[Interrupt], asked: Interrupt) -> dict[str, Any]:

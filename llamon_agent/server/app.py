@@ -129,11 +129,11 @@ def _sse(frames: AsyncIterator[ServerSentEvent]) -> Response:
 
 
 async def _one(body: bytes) -> AsyncIterator[ServerSentEvent]:
-    yield ServerSentEvent(data=body.decode())
+    yield ServerSentEvent(data=body.decode(), sep="\n")
 
 
 async def _frames(events: AsyncIterator[Event], request_id: str | int) -> AsyncIterator[ServerSentEvent]:
     """Each event as one JSON-RPC response; id 0 marks a snapshot that is not a numbered event."""
     async for seq, payload in events:
         data = jsonrpc.success_body(payload, request_id).decode()
-        yield ServerSentEvent(data=data, id=str(seq) if seq else None)
+        yield ServerSentEvent(data=data, id=str(seq) if seq else None, sep="\n")
