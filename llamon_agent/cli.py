@@ -68,7 +68,9 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     os.environ["LLAMON_DB"] = args.db  # for app factories that read it
     app = build_app(args.target, args.db, args.card)
-    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level)
+    # bounded graceful shutdown: streams and turns get the app's grace, then connections close
+    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level,
+                timeout_graceful_shutdown=10)
 
 
 if __name__ == "__main__":  # pragma: no cover

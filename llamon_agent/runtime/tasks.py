@@ -86,6 +86,7 @@ class Turn:
     graph_input: Any
     log: EventLog
     blocking: bool = True
+    runs: bool = True  # False: a turn that only reports a status (re-ask, cancel, recovery)
     done: asyncio.Event = field(default_factory=asyncio.Event)
     runner: asyncio.Task[None] | None = None
     canceled: bool = False
@@ -108,7 +109,9 @@ def _wire_task(record: StoredTask, history_length: int | None = None) -> dict[st
 
 
 class TaskManager:
-    def __init__(self, agents: Sequence[Agent], storage: Storage) -> None:
+    def __init__(
+        self, agents: Sequence[Agent], storage: Storage, *, shutdown_grace: float = 10.0
+    ) -> None:
         if not agents:
             raise ValueError("serve at least one agent")
         ids = [a.id for a in agents]
@@ -123,6 +126,7 @@ class TaskManager:
         self._stack = AsyncExitStack()
         self._group: asyncio.TaskGroup | None = None
         self._turns: set[Turn] = set()
+        self._shutdown_grace = shutdown_grace
 
     @property
     def agents(self) -> list[Agent]:
@@ -138,9 +142,13 @@ class TaskManager:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        for turn in list(self._turns):
-            if turn.runner is not None:
-                turn.runner.cancel()
+        """Let running turns finish for ``shutdown_grace`` seconds, then cancel the rest; a
+        cancelled turn stays ``working`` in the store and is recovered at the next start."""
+        running = [t.runner for t in self._turns if t.runner is not None]
+        if running:
+            _, unfinished = await asyncio.wait(running, timeout=self._shutdown_grace)
+            for runner in unfinished:
+                runner.cancel()
         await self._stack.aclose()
 
     # ------------------------------------------------------------------ reads
@@ -374,7 +382,8 @@ class TaskManager:
         record.pending_interrupt = question.id
         if reask:
             record.reask_count += 1
-        return Turn(record, served, None, self._hub.open(record.id, record.event_seq), blocking)
+        return Turn(record, served, None, self._hub.open(record.id, record.event_seq), blocking,
+                    runs=False)
 
     # ------------------------------------------------------------------ running
 
@@ -386,7 +395,7 @@ class TaskManager:
         except BaseException:
             self._finish(turn)
             raise
-        if turn.graph_input is None:  # a re-ask: the snapshot is already the answer
+        if not turn.runs:  # e.g. a re-ask: the snapshot already says it all
             await self._publish_status(turn, final=True)
             self._finish(turn)
             return
@@ -511,7 +520,7 @@ class TaskManager:
         self._claim(record.context_id)
         turn = Turn(record, self._served[record.agent_id] if record.agent_id in self._served
                     else next(iter(self._served.values())), None,
-                    self._hub.open(record.id, record.event_seq))
+                    self._hub.open(record.id, record.event_seq), runs=False)
         self._claims[record.context_id] = turn
         try:
             await self._set_status(turn, "canceled", final=True)
@@ -546,16 +555,27 @@ class TaskManager:
     # ------------------------------------------------------------------ recovery
 
     async def _recover(self) -> None:
-        """Tasks a stopped process left running: ask again if the graph waits, else fail."""
+        """Tasks a stopped process left running.
+
+        The graph waits for an answer: ask it again. The graph stopped between steps (a graceful
+        shutdown cancelled the run after LangGraph saved its progress): continue the run from its
+        checkpoint, as LangGraph's durable execution does; the interrupted step runs again.
+        Otherwise the run's outcome is unknown: fail the task with a message.
+        """
+        fallback = next(iter(self._served.values()))
         for record in await self._store.unfinished():
             served = self._served.get(record.agent_id)
-            pending: Sequence[Interrupt] = ()
+            snapshot = None
             if served is not None:
-                pending = (await served.graph.aget_state(_config(record.context_id))).interrupts  # type: ignore[arg-type]
-            turn = Turn(record, served or next(iter(self._served.values())), None,
-                        self._hub.open(record.id, record.event_seq))
-            if pending:
-                asked = pending[0]
+                snapshot = await served.graph.aget_state(_config(record.context_id))  # type: ignore[arg-type]
+            log_ = self._hub.open(record.id, record.event_seq)
+            if snapshot is not None and served is not None and snapshot.next and not snapshot.interrupts:
+                self._claim(record.context_id)
+                await self._start(Turn(record, served, None, log_, blocking=False))
+                continue
+            turn = Turn(record, served or fallback, None, log_, runs=False)
+            if snapshot is not None and snapshot.interrupts:
+                asked = snapshot.interrupts[0]
                 record.pending_interrupt = asked.id
                 question = messages.question_message(asked.value, asked.id, record.id, record.context_id)
                 await self._set_status(turn, "input-required", question, final=True)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
+import anyio
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.applications import Starlette
@@ -46,6 +48,7 @@ def create_app(
     card: CardSource = None,
     public_url: str | None = None,
     max_body_bytes: int = 10 * 1024 * 1024,
+    shutdown_grace: float = 5.0,
 ) -> Starlette:
     """Serve ``agents`` (the first is the default) on one JSON-RPC endpoint at ``/``.
 
@@ -53,6 +56,8 @@ def create_app(
     ``":memory:"``; or pass your own ``task_store`` and ``checkpointer`` together.
     ``card`` is an agent-card JSON file or mapping (default: built from the agents);
     ``public_url`` is the endpoint URL the card advertises (default: the request's origin).
+    ``shutdown_grace``: at shutdown, running turns get this long to finish (their open streams
+    deliver the final event) before they are cancelled and left for recovery at the next start.
     """
     agents = list(agents)
     if not agents or not all(isinstance(a, Agent) for a in agents):
@@ -64,13 +69,15 @@ def create_app(
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         if task_store is not None and checkpointer is not None:
-            async with TaskManager(agents, Storage(task_store, checkpointer)) as manager:
+            async with TaskManager(
+                agents, Storage(task_store, checkpointer), shutdown_grace=shutdown_grace
+            ) as manager:
                 app.state.manager = manager
                 yield
             return
         async with (
             open_storage(db or os.environ.get("LLAMON_DB") or DEFAULT_DB) as storage,
-            TaskManager(agents, storage) as manager,
+            TaskManager(agents, storage, shutdown_grace=shutdown_grace) as manager,
         ):
             app.state.manager = manager
             yield
@@ -87,7 +94,7 @@ def create_app(
         except jsonrpc.EnvelopeError as exc:
             return _json(jsonrpc.error_body(exc.error, exc.request_id))
         if call.method in jsonrpc.STREAMING_METHODS:
-            return await _stream(manager, call, request)
+            return await _stream(manager, call, request, shutdown_grace)
         try:
             result = await jsonrpc.dispatch(manager, call)
         except A2AError as exc:
@@ -113,19 +120,27 @@ def _last_event_id(request: Request) -> int | None:
         return None
 
 
-async def _stream(manager: TaskManager, call: jsonrpc.Request, request: Request) -> Response:
+async def _stream(
+    manager: TaskManager, call: jsonrpc.Request, request: Request, grace: float
+) -> Response:
     try:
         events = await jsonrpc.open_stream(manager, call, _last_event_id(request))
     except A2AError as exc:
-        return _sse(_one(jsonrpc.error_body(exc, call.id)))
+        return _sse(_one(jsonrpc.error_body(exc, call.id)), grace)
     except Exception:
         log.exception("internal error opening %s", call.method)
-        return _sse(_one(jsonrpc.error_body(InternalError(), call.id)))
-    return _sse(_frames(events, call.id))
+        return _sse(_one(jsonrpc.error_body(InternalError(), call.id)), grace)
+    shutdown = anyio.Event()
+    return _sse(_frames(_drain(events, shutdown, grace * 0.8), call.id), grace, shutdown)
 
 
-def _sse(frames: AsyncIterator[ServerSentEvent]) -> Response:
-    return EventSourceResponse(frames, sep="\n", ping=15, headers=_SSE_HEADERS)
+def _sse(
+    frames: AsyncIterator[ServerSentEvent], grace: float, shutdown: anyio.Event | None = None
+) -> Response:
+    return EventSourceResponse(
+        frames, sep="\n", ping=15, headers=_SSE_HEADERS,
+        shutdown_event=shutdown, shutdown_grace_period=grace,
+    )
 
 
 async def _one(body: bytes) -> AsyncIterator[ServerSentEvent]:
@@ -137,3 +152,41 @@ async def _frames(events: AsyncIterator[Event], request_id: str | int) -> AsyncI
     async for seq, payload in events:
         data = jsonrpc.success_body(payload, request_id).decode()
         yield ServerSentEvent(data=data, id=str(seq) if seq else None, sep="\n")
+
+
+async def _drain(
+    events: AsyncIterator[Event], shutdown: anyio.Event, grace: float
+) -> AsyncIterator[Event]:
+    """Events until the stream ends; once the server shuts down, for ``grace`` seconds more.
+
+    A run usually finishes within the grace period and its stream ends with the final event;
+    otherwise the stream ends cleanly (a complete HTTP response) before the server would cut it,
+    and the client can resubscribe after the restart.
+    """
+    stopped = asyncio.ensure_future(_after(shutdown, grace))
+    following: asyncio.Future[Event] | None = None
+    try:
+        while True:
+            following = asyncio.ensure_future(anext(events))
+            await asyncio.wait({following, stopped}, return_when=asyncio.FIRST_COMPLETED)
+            if not following.done():
+                return
+            try:
+                event = following.result()
+            except StopAsyncIteration:
+                return
+            following = None
+            yield event
+    finally:
+        stopped.cancel()
+        if following is not None and not following.done():
+            following.cancel()  # ends the subscription inside the events generator
+            await asyncio.wait({following})
+        aclose = getattr(events, "aclose", None)
+        if aclose is not None:
+            await aclose()
+
+
+async def _after(event: anyio.Event, delay: float) -> None:
+    await event.wait()
+    await asyncio.sleep(delay)
