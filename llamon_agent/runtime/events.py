@@ -65,7 +65,7 @@ class EventLog:
         self.task_id = task_id
         self.seq = last_seq
         self.events: deque[Event] = deque(maxlen=retain)
-        self.snapshot: dict[str, Any] | None = None
+        self.snapshot: Any = None  # the latest Task object, for resubscribe
         self.finished = True
         self._subscribers: set[Subscription] = set()
         self._buffer = buffer

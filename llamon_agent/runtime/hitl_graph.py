@@ -26,8 +26,9 @@ from collections.abc import Hashable
 from inspect import isclass
 from typing import Annotated, Any, TypedDict
 
-from langchain_core.runnables import RunnableConfig, RunnableLambda
+from langchain_core.runnables import RunnableConfig
 from langgraph._internal._constants import CONFIG_KEY_SCRATCHPAD
+from langgraph._internal._runnable import RunnableCallable
 from langgraph.graph import END, StateGraph
 from langgraph.graph._branch import BranchSpec
 from langgraph.pregel import Pregel
@@ -124,7 +125,7 @@ def _keep_answer(out: Any, key: str, value: Any) -> Any:
     return out
 
 
-def _wrap_node(name: str, runnable: Any) -> RunnableLambda:
+def _wrap_node(name: str, runnable: Any) -> RunnableCallable:
     def handle(out: Any, config: RunnableConfig, *, first: bool) -> Any:
         if not isinstance(out, HITLInterrupt):
             return out
@@ -150,7 +151,9 @@ def _wrap_node(name: str, runnable: Any) -> RunnableLambda:
         out = runnable.invoke(_with_answer(state, key, value), config)
         return handle(_keep_answer(out, key, value), config, first=False)
 
-    return RunnableLambda(run, afunc=arun, name=name)
+    # LangGraph's own lean runnable: inspects signatures once, adds no callback layer (the
+    # user's runnable inside keeps its own tracing)
+    return RunnableCallable(run, arun, name=name, trace=False, recurse=False)
 
 
 def public_payload(value: Any) -> Any:
@@ -195,7 +198,9 @@ def _router(node: str, targets: list[str]) -> BranchSpec:
         return list(targets) if targets else END
 
     ends: dict[Hashable, str] = {t: t for t in [*targets, HITL_NODE, END]}
-    return BranchSpec(path=RunnableLambda(route), ends=ends, input_schema=_HitlChannels)
+    return BranchSpec(
+        path=RunnableCallable(route, trace=False, recurse=False), ends=ends, input_schema=_HitlChannels
+    )
 
 
 def _guard_branch(
@@ -221,7 +226,11 @@ def _guard_branch(
         return branch.path.invoke(user_state(state), config)
 
     ends = None if branch.ends is None else {**branch.ends, HITL_NODE: HITL_NODE}
-    return BranchSpec(path=RunnableLambda(route, afunc=aroute), ends=ends, input_schema=raw_schema)
+    return BranchSpec(
+        path=RunnableCallable(route, aroute, trace=False, recurse=False),
+        ends=ends,
+        input_schema=raw_schema,
+    )
 
 
 def hitl_builder(builder: StateGraph[Any, Any, Any, Any]) -> StateGraph[Any, Any, Any, Any]:

@@ -1,9 +1,12 @@
 """Run one turn of a compiled graph and say how it ended.
 
-A turn ends either at pending interrupts (read from ``aget_state``, the only authority) or at
-the end of the graph. What the turn produced is taken from this turn's node updates only, so
-values left in state by earlier turns on the same thread never leak into a new task's result:
-``result`` becomes a data part, new AI messages become text.
+A turn ends either at the interrupts it raised or at the end of the graph. The interrupts are
+taken from the run's own stream (deduplicated by id: a subgraph's interrupt is reported once per
+namespace), not from a second ``aget_state`` read: every turn resumes *all* pending interrupts
+at once (``TaskManager`` collects the answers first), so the interrupts pending after a turn are
+exactly those the turn raised. What the turn produced is taken from this turn's node updates
+only, so values left in state by earlier turns on the same thread never leak into a new task's
+result: ``result`` becomes a data part, new AI messages become text.
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ from langgraph.pregel import Pregel
 from langgraph.types import Interrupt
 
 from .hitl_graph import HITL_NODE
+
+INTERRUPT = "__interrupt__"
 
 __all__ = ["TurnOutcome", "run_turn"]
 
@@ -49,6 +54,7 @@ async def run_turn(
     on_progress: ProgressCallback,
 ) -> TurnOutcome:
     outcome = TurnOutcome()
+    seen: dict[str, Interrupt] = {}
     async for mode, chunk in graph.astream(  # type: ignore[call-overload]
         graph_input, config, stream_mode=["updates", "custom"], durability=durability
     ):
@@ -56,11 +62,14 @@ async def run_turn(
             await on_progress(chunk)
             continue
         for node, update in chunk.items():
+            if node == INTERRUPT:
+                for raised in update:
+                    seen.setdefault(raised.id, raised)
+                continue
             if node == HITL_NODE or not isinstance(update, dict):
                 continue
             if "result" in update:
                 outcome.result = update["result"]
             outcome.texts.extend(_ai_texts(update.get("messages")))
-    snapshot = await graph.aget_state(config)  # type: ignore[arg-type]
-    outcome.interrupts = tuple(snapshot.interrupts)
+    outcome.interrupts = tuple(seen.values())
     return outcome

@@ -5,15 +5,14 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from typing import Any
 
-import aiosqlite
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from .base import TaskStore
 from .memory import InMemoryTaskStore
-from .sqlite import SQLiteTaskStore
+from .sqlite import InlineSqliteSaver, SQLiteTaskStore, connect
 
 __all__ = ["MEMORY", "Storage", "open_storage"]
 
@@ -23,15 +22,7 @@ MEMORY = ":memory:"
 @dataclass(frozen=True)
 class Storage:
     tasks: TaskStore
-    checkpointer: BaseCheckpointSaver[str]
-
-
-async def _connect(path: str) -> aiosqlite.Connection:
-    conn = await aiosqlite.connect(path)
-    await conn.execute("PRAGMA journal_mode=WAL")
-    await conn.execute("PRAGMA synchronous=NORMAL")
-    await conn.execute("PRAGMA busy_timeout=5000")
-    return conn
+    checkpointer: BaseCheckpointSaver[Any]
 
 
 @asynccontextmanager
@@ -40,14 +31,10 @@ async def open_storage(db: str) -> AsyncIterator[Storage]:
     if db == MEMORY:
         yield Storage(tasks=InMemoryTaskStore(), checkpointer=InMemorySaver())
         return
-    task_conn = await _connect(db)
+    conn = connect(db)
     try:
-        graph_conn = await _connect(db)
-        try:
-            saver = AsyncSqliteSaver(graph_conn)
-            await saver.setup()
-            yield Storage(tasks=await SQLiteTaskStore.open(task_conn), checkpointer=saver)
-        finally:
-            await graph_conn.close()
+        saver = InlineSqliteSaver(conn)
+        saver.setup()
+        yield Storage(tasks=SQLiteTaskStore(conn), checkpointer=saver)
     finally:
-        await task_conn.close()
+        conn.close()

@@ -1,0 +1,69 @@
+"""What a user's message means to the graph: new input, or answers to pending questions."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from langchain_core.messages import HumanMessage
+
+from ..a2a.types import Message
+from ..errors import InvalidParamsError
+from ..stores.base import StoredTask
+from .hitl_graph import CLEAR, REQUEST_KEY
+from .turn import Pending
+
+__all__ = ["answers_in", "graph_input"]
+
+_INTERRUPT_ID = re.compile(r"^[0-9a-f]{32}$")
+
+
+def graph_input(
+    record: StoredTask, message: Message, input_keys: frozenset[str] | None
+) -> dict[str, Any]:
+    """Documented input keys; only those in the graph's input schema are passed."""
+    candidate: dict[str, Any] = {
+        "messages": [HumanMessage(content=message.text(), id=message.message_id)],
+        "thread_id": record.context_id,
+        "a2a_task_id": record.id,
+        "a2a_message_id": message.message_id,
+        "a2a_data": message.data(),
+        "a2a_metadata": dict(message.metadata or {}),
+        REQUEST_KEY: {CLEAR: None},  # a canceled turn may have left a routed question behind
+    }
+    if input_keys is None:
+        return candidate
+    return {k: v for k, v in candidate.items() if k in input_keys}
+
+
+def answers_in(message: Message, pending: Sequence[Pending], asked: Pending) -> dict[str, Any]:
+    """The answer(s) a message carries, keyed by interrupt id.
+
+    Accepted: a data part ``{"value": v}``; a data part ``{"resume": v}`` or an id-keyed map
+    ``{"resume": {interrupt_id: v}}`` (LangGraph server's form); else the text parts.
+    Unknown interrupt ids are refused (LangGraph would silently ignore them).
+    """
+    for data in message.data():
+        if "value" in data:
+            return {asked.id: data["value"]}
+        if "resume" in data:
+            resume = data["resume"]
+            if isinstance(resume, Mapping) and resume and all(
+                isinstance(k, str) and _INTERRUPT_ID.match(k) for k in resume
+            ):
+                known = {p.id for p in pending}
+                unknown = sorted(set(resume) - known)
+                if unknown:
+                    raise InvalidParamsError(
+                        "Unknown interrupt id: not pending on this task",
+                        data={"unknown": unknown, "pending": sorted(known)},
+                    )
+                return dict(resume)
+            return {asked.id: resume}
+    text = message.text()
+    if not text.strip():
+        raise InvalidParamsError(
+            "The task is waiting for an answer: send a text part or a data part {\"value\": ...}"
+        )
+    return {asked.id: text}

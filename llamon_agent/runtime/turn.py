@@ -1,0 +1,102 @@
+"""One turn of a task: what it runs, how it ends, and what the agent's side says."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+from langgraph.pregel import Pregel
+
+from ..a2a.types import Artifact, Message, TextPart
+from ..agent import Agent
+from ..errors import InvalidAgentResponseError
+from ..stores.base import StoredTask
+from . import messages
+from .events import EventLog, Subscription
+from .runner import TurnOutcome
+
+__all__ = ["Ending", "Pending", "ServedAgent", "Turn", "config_for", "ending_of", "failure_message"]
+
+
+@dataclass
+class ServedAgent:
+    agent: Agent
+    graph: Pregel[Any, Any, Any, Any]
+    input_keys: frozenset[str] | None
+
+
+@dataclass(frozen=True)
+class Pending:
+    """A pending LangGraph interrupt as the task remembers it (id and value)."""
+
+    id: str
+    value: Any
+
+
+@dataclass(eq=False)
+class Turn:
+    """From routing a message to the turn's final event.
+
+    ``graph_input`` is new input, a ``Command(resume=...)``, or ``None`` to continue a stopped
+    run from its checkpoint. ``runs`` is false for turns that only report a status (a re-ask,
+    the next of several questions, a cancel, a recovered question).
+    """
+
+    record: StoredTask
+    served: ServedAgent
+    graph_input: Any
+    log: EventLog
+    blocking: bool = True
+    runs: bool = True
+    done: asyncio.Event = field(default_factory=asyncio.Event)
+    runner: asyncio.Task[None] | None = None
+    canceled: bool = False
+    subscription: Subscription | None = None
+
+    @property
+    def seen_early(self) -> bool:
+        """Does a client learn this task's id before the turn ends (so it must be stored)?"""
+        return self.subscription is not None or not self.blocking
+
+
+@dataclass(frozen=True)
+class Ending:
+    state: str
+    message: Message | None = None
+    artifact: Artifact | None = None
+    pending: tuple[Pending, ...] = ()
+
+
+def config_for(context_id: str) -> dict[str, Any]:
+    return {"configurable": {"thread_id": context_id}}
+
+
+def ending_of(outcome: TurnOutcome, record: StoredTask) -> Ending:
+    """How a finished graph turn ends the task; raises on output that cannot go on the wire."""
+    if outcome.interrupts:
+        pending = tuple(Pending(i.id, i.value) for i in outcome.interrupts)
+        try:
+            orjson.dumps([p.value for p in pending])
+        except TypeError as exc:
+            raise InvalidAgentResponseError(
+                f"Invalid agent response: the question is not JSON ({exc})"
+            ) from exc
+        asked = pending[0]
+        question = messages.question_message(asked.value, asked.id, record.id, record.context_id)
+        return Ending("input-required", question, pending=pending)
+    artifact = messages.result_artifact(outcome.result, outcome.texts)
+    reply = None
+    if outcome.texts:
+        reply = messages.agent_message(
+            [TextPart(kind="text", text="\n\n".join(outcome.texts))], record.id, record.context_id
+        )
+    return Ending("completed", reply, artifact)
+
+
+def failure_message(exc: BaseException, record: StoredTask) -> Message:
+    text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    return messages.agent_message(
+        [TextPart(kind="text", text=f"The agent failed: {text}")], record.id, record.context_id
+    )
