@@ -31,6 +31,7 @@ __all__ = [
     "TaskStatus",
     "TaskStatusUpdateEvent",
     "TextPart",
+    "WireModel",
 ]
 
 TaskState = Literal[
@@ -58,6 +59,10 @@ class WireModel(BaseModel):
 
     def to_wire(self) -> dict[str, Any]:
         return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+    def to_json(self) -> bytes:
+        """The wire JSON, serialised by pydantic-core in one pass (no intermediate dict)."""
+        return self.__pydantic_serializer__.to_json(self, by_alias=True, exclude_none=True)
 
 
 class TextPart(WireModel):

@@ -12,12 +12,14 @@ from __future__ import annotations
 import asyncio
 from collections import OrderedDict, deque
 from collections.abc import AsyncIterator
+from itertools import islice
 from typing import Any
+
+from ..a2a.types import WireModel
 
 __all__ = ["Event", "EventHub", "EventLog", "Subscription"]
 
-Event = tuple[int, dict[str, Any]]
-_END: Event = (-1, {})
+Event = tuple[int, WireModel]  # immutable wire objects: serialised only when delivered
 
 
 class Subscription:
@@ -70,7 +72,7 @@ class EventLog:
         self._subscribers: set[Subscription] = set()
         self._buffer = buffer
 
-    def publish(self, seq: int, payload: dict[str, Any], *, final: bool = False) -> None:
+    def publish(self, seq: int, payload: WireModel, *, final: bool = False) -> None:
         self.seq = seq
         event = (seq, payload)
         self.events.append(event)
@@ -126,8 +128,11 @@ class EventHub:
         return log
 
     def _trim(self) -> None:
+        """Forget the oldest finished logs beyond ``keep_finished`` (oldest first, stop early)."""
         excess = len(self._logs) - self._keep
-        for task_id in list(self._logs):
+        if excess <= 0:
+            return
+        for task_id in list(islice(self._logs, excess + len(self._logs) // 8)):
             if excess <= 0:
                 break
             if self._logs[task_id].finished:

@@ -1,4 +1,8 @@
-"""Builders for the agent's side of the wire: status messages, questions, results."""
+"""Builders for the agent's side of the wire: status messages, questions, results.
+
+These objects are built from values the SDK has already checked, so they skip validation
+(``model_construct``): validation belongs to the edge, where untrusted input arrives.
+"""
 
 from __future__ import annotations
 
@@ -23,13 +27,13 @@ def new_id() -> str:
 
 
 def status(state: str, message: Message | None = None) -> TaskStatus:
-    return TaskStatus(state=state, message=message, timestamp=now())  # type: ignore[arg-type]
+    return TaskStatus.model_construct(state=state, message=message, timestamp=now())
 
 
 def agent_message(
     parts: list[Part], task_id: str, context_id: str, metadata: dict[str, Any] | None = None
 ) -> Message:
-    return Message(
+    return Message.model_construct(
         message_id=new_id(),
         role="agent",
         parts=parts,
@@ -52,7 +56,10 @@ def question_parts(value: Any) -> list[Part]:
     else:
         text = orjson.dumps(value, default=str).decode()
         hitl = value if isinstance(value, dict) else {"value": value}
-    return [TextPart(kind="text", text=text), DataPart(kind="data", data={"hitl": hitl})]
+    return [
+        TextPart.model_construct(kind="text", text=text),
+        DataPart.model_construct(kind="data", data={"hitl": hitl}),
+    ]
 
 
 def question_message(
@@ -69,8 +76,9 @@ def result_artifact(result: Any, texts: list[str]) -> Artifact | None:
     parts: list[Part] = []
     if result is not None:
         data = result if isinstance(result, dict) else {"value": result}
-        parts.append(DataPart(kind="data", data=orjson.loads(orjson.dumps(data, default=str))))
-    parts.extend(TextPart(kind="text", text=t) for t in texts)
+        plain = orjson.loads(orjson.dumps(data, default=str))  # JSON values only, always
+        parts.append(DataPart.model_construct(kind="data", data=plain))
+    parts.extend(TextPart.model_construct(kind="text", text=t) for t in texts)
     if not parts:
         return None
-    return Artifact(artifact_id=new_id(), name="result", parts=parts)
+    return Artifact.model_construct(artifact_id=new_id(), name="result", parts=parts)

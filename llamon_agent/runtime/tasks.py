@@ -43,6 +43,7 @@ from ..a2a.types import (
     TaskArtifactUpdateEvent,
     TaskStatusUpdateEvent,
     TextPart,
+    WireModel,
 )
 from ..agent import Agent
 from ..core.normalize import Reask, normalize_answer
@@ -73,16 +74,13 @@ _PENDING = "pending"  # record.extra: the interrupts the task waits on
 _COLLECTED = "collected_answers"  # record.extra: answers given so far to parallel questions
 
 
-def _wire_task(record: StoredTask, history_length: int | None = None) -> dict[str, Any]:
+def _wire_task(record: StoredTask, history_length: int | None = None) -> Task:
     """The response copy of a task; ``historyLength`` never touches what is stored."""
-    wire = record.task.to_wire()
-    if history_length is not None:
-        history = wire.get("history")
-        if history_length == 0:
-            wire.pop("history", None)
-        elif history is not None:
-            wire["history"] = history[-history_length:]
-    return wire
+    task = record.task
+    if history_length is None or task.history is None:
+        return task
+    history = task.history[-history_length:] if history_length else None
+    return task.model_copy(update={"history": history})
 
 
 def _busy(context_id: str, task_id: str | None) -> UnsupportedOperationError:
@@ -143,7 +141,7 @@ class TaskManager:
         turn = self._live.get(task_id)
         return turn.record if turn is not None else await self._store.get(task_id)
 
-    async def get_task(self, task_id: str, history_length: int | None = None) -> dict[str, Any]:
+    async def get_task(self, task_id: str, history_length: int | None = None) -> Task:
         record = await self._load(task_id)
         if record is None:
             raise TaskNotFoundError(data={"taskId": task_id})
@@ -151,7 +149,7 @@ class TaskManager:
 
     # ------------------------------------------------------------------ send / stream
 
-    async def send(self, params: MessageSendParams) -> dict[str, Any]:
+    async def send(self, params: MessageSendParams) -> Task:
         turn = await self._begin(params)
         history_length = params.configuration.history_length if params.configuration else None
         if turn.blocking:
@@ -268,8 +266,10 @@ class TaskManager:
         task_id = str(uuid.uuid4())
         inbound = message.model_copy(update={"task_id": task_id, "context_id": context_id})
         record = StoredTask(
-            task=Task(id=task_id, context_id=context_id, status=messages.status("submitted"),
-                      history=[inbound]),
+            task=Task.model_construct(
+                id=task_id, context_id=context_id, status=messages.status("submitted"),
+                history=[inbound],
+            ),
             agent_id=served.agent.id,
         )
         return Turn(record, served, graph_input(record, inbound, served.input_keys),
@@ -354,8 +354,7 @@ class TaskManager:
         self._claims[turn.record.context_id] = turn
         self._live[turn.record.id] = turn
         try:
-            snapshot = turn.record.task.to_wire()
-            await self._publish(turn, snapshot, save=turn.seen_early or not turn.runs)
+            await self._publish(turn, turn.record.task, save=turn.seen_early or not turn.runs)
         except BaseException:
             self._finish(turn)
             raise
@@ -416,15 +415,15 @@ class TaskManager:
         record.task = record.task.model_copy(
             update={"status": messages.status(ending.state, ending.message)}
         )
-        events: list[dict[str, Any]] = []
+        events: list[WireModel] = []
         if ending.artifact is not None:
-            events.append(TaskArtifactUpdateEvent(
+            events.append(TaskArtifactUpdateEvent.model_construct(
                 task_id=record.id, context_id=record.context_id, artifact=ending.artifact,
                 append=False, last_chunk=True,
-            ).to_wire())
-        events.append(TaskStatusUpdateEvent(
+            ))
+        events.append(TaskStatusUpdateEvent.model_construct(
             task_id=record.id, context_id=record.context_id, status=record.task.status, final=True
-        ).to_wire())
+        ))
         first = record.event_seq + 1
         record.event_seq += len(events)  # the stored task knows the ids of its final events
         await self._store.save(record)
@@ -435,17 +434,19 @@ class TaskManager:
     async def _progress(self, turn: Turn, chunk: Any) -> None:
         """``get_stream_writer()`` output: a ``working`` status update, not persisted."""
         part = (
-            TextPart(kind="text", text=chunk)
+            TextPart.model_construct(kind="text", text=chunk)
             if isinstance(chunk, str)
-            else DataPart(kind="data", data=chunk if isinstance(chunk, dict) else {"value": chunk})
+            else DataPart.model_construct(
+                kind="data", data=chunk if isinstance(chunk, dict) else {"value": chunk}
+            )
         )
         record = turn.record
         note = messages.agent_message([part], record.id, record.context_id)
-        event = TaskStatusUpdateEvent(
+        event = TaskStatusUpdateEvent.model_construct(
             task_id=record.id, context_id=record.context_id,
             status=messages.status("working", note), final=False,
         )
-        await self._publish(turn, event.to_wire(), save=False)
+        await self._publish(turn, event, save=False)
 
     async def _set_status(
         self, turn: Turn, state: str, message: Message | None = None, *,
@@ -457,13 +458,13 @@ class TaskManager:
 
     async def _publish_status(self, turn: Turn, *, final: bool, save: bool) -> None:
         record = turn.record
-        event = TaskStatusUpdateEvent(
+        event = TaskStatusUpdateEvent.model_construct(
             task_id=record.id, context_id=record.context_id, status=record.task.status, final=final
         )
-        await self._publish(turn, event.to_wire(), final=final, save=save)
+        await self._publish(turn, event, final=final, save=save)
 
     async def _publish(
-        self, turn: Turn, payload: dict[str, Any], *, save: bool, final: bool = False
+        self, turn: Turn, payload: WireModel, *, save: bool, final: bool = False
     ) -> None:
         """Number the event; store first when asked, so no client sees a state that a crash
         could take back."""
@@ -476,7 +477,7 @@ class TaskManager:
 
     # ------------------------------------------------------------------ cancel
 
-    async def cancel(self, task_id: str) -> dict[str, Any]:
+    async def cancel(self, task_id: str) -> Task:
         record = await self._load(task_id)
         if record is None:
             raise TaskNotFoundError(data={"taskId": task_id})
@@ -514,15 +515,15 @@ class TaskManager:
             if backlog:
                 return live.subscribe(backlog).__aiter__()
         if live is not None and not live.finished and live.snapshot is not None:
-            return _prepend([(0, live.snapshot.to_wire())], live.subscribe().__aiter__())
+            return _prepend([(0, live.snapshot)], live.subscribe().__aiter__())
         record = await self._store.get(task_id)
         if record is None:
             raise TaskNotFoundError(data={"taskId": task_id})
-        final = TaskStatusUpdateEvent(
+        final = TaskStatusUpdateEvent.model_construct(
             task_id=record.id, context_id=record.context_id, status=record.task.status,
             final=True,
         )
-        return _iterate([(0, record.task.to_wire()), (record.event_seq, final.to_wire())])
+        return _iterate([(0, record.task), (record.event_seq, final)])
 
     # ------------------------------------------------------------------ recovery
 
@@ -554,7 +555,9 @@ class TaskManager:
                 await self._end(turn, Ending("input-required", question, pending=pending))
             else:
                 note = messages.agent_message(
-                    [TextPart(kind="text", text="The server stopped while this task was running.")],
+                    [TextPart.model_construct(
+                        kind="text", text="The server stopped while this task was running."
+                    )],
                     record.id, record.context_id,
                 )
                 await self._end(turn, Ending("failed", note))

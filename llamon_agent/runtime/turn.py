@@ -90,7 +90,7 @@ def ending_of(outcome: TurnOutcome, record: StoredTask) -> Ending:
     reply = None
     if outcome.texts:
         reply = messages.agent_message(
-            [TextPart(kind="text", text="\n\n".join(outcome.texts))], record.id, record.context_id
+            [TextPart.model_construct(kind="text", text="\n\n".join(outcome.texts))], record.id, record.context_id
         )
     return Ending("completed", reply, artifact)
 
@@ -98,5 +98,5 @@ def ending_of(outcome: TurnOutcome, record: StoredTask) -> Ending:
 def failure_message(exc: BaseException, record: StoredTask) -> Message:
     text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
     return messages.agent_message(
-        [TextPart(kind="text", text=f"The agent failed: {text}")], record.id, record.context_id
+        [TextPart.model_construct(kind="text", text=f"The agent failed: {text}")], record.id, record.context_id
     )

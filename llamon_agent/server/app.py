@@ -150,7 +150,7 @@ async def _one(body: bytes) -> AsyncIterator[ServerSentEvent]:
 async def _frames(events: AsyncIterator[Event], request_id: str | int) -> AsyncIterator[ServerSentEvent]:
     """Each event as one JSON-RPC response; id 0 marks a snapshot that is not a numbered event."""
     async for seq, payload in events:
-        data = jsonrpc.success_body(payload, request_id).decode()
+        data = jsonrpc.success_body(payload, request_id).decode()  # one compact line
         yield ServerSentEvent(data=data, id=str(seq) if seq else None, sep="\n")
 
 

@@ -9,7 +9,7 @@ from typing import Any
 import orjson
 from pydantic import BaseModel, ValidationError
 
-from ..a2a.types import MessageSendParams, TaskIdParams, TaskQueryParams
+from ..a2a.types import MessageSendParams, TaskIdParams, TaskQueryParams, WireModel
 from ..errors import (
     A2AError,
     AuthenticatedExtendedCardNotConfiguredError,
@@ -66,6 +66,8 @@ def error_body(error: A2AError, request_id: RequestId) -> bytes:
 
 
 def success_body(result: Any, request_id: RequestId) -> bytes:
+    if isinstance(result, WireModel):  # the hot path: no intermediate dict
+        return b'{"jsonrpc":"2.0","id":%b,"result":%b}' % (orjson.dumps(request_id), result.to_json())
     return orjson.dumps({"jsonrpc": "2.0", "id": request_id, "result": result})
 
 

@@ -11,7 +11,7 @@ from .base import StoredTask
 
 
 def encode_task(record: StoredTask) -> bytes:
-    return orjson.dumps(record.task.to_wire())
+    return record.task.to_json()
 
 
 def encode_extra(record: StoredTask) -> bytes:
