@@ -1,6 +1,16 @@
 """llamon-agent: LangGraph agents over A2A v0.3 that stop to ask a human and resume exactly there."""
 
 from .agent import Agent
+from .client import (
+    A2AClient,
+    A2AClientError,
+    A2ARPCError,
+    AgentCard,
+    EventStream,
+    StreamEvent,
+    answer_message,
+    question_of,
+)
 from .core.hitl import HITLInterrupt, HITLOption, HITLQuestion
 from .errors import (
     A2AError,
@@ -27,6 +37,14 @@ from .stores.storage import Storage, open_storage
 __version__ = "0.1.0"
 
 __all__ = [
+    "A2AClient",
+    "A2AClientError",
+    "A2ARPCError",
+    "AgentCard",
+    "EventStream",
+    "StreamEvent",
+    "answer_message",
+    "question_of",
     "A2AError",
     "Agent",
     "AuthenticatedExtendedCardNotConfiguredError",
