@@ -1,0 +1,590 @@
+"""The benchmark: every server on the same work, in one run, one table.
+
+    /work/main/.venv/bin/python bench/run.py [--quick]
+
+Creates the official SDK's virtual environment (bench/.venvs/a2a-sdk) when it is missing, then,
+for each repetition (server order rotated each time), starts each server on its own port pinned
+to core 0 (``taskset``), waits for its agent card, runs the scenarios with the load generator on
+core 1, stops it by its PID. Then the memory scenario and LangGraph alone. Prints the medians and
+the ratios the targets of issue 3 name; writes them to bench/results/latest.md (raw numbers in
+latest.json, server logs in results/logs/). Only 127.0.0.1 is ever contacted; every request
+loop is bounded in count and time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import math
+import os
+import platform
+import re
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+BENCH = Path(__file__).resolve().parent
+ROOT = BENCH.parent
+sys.path.insert(0, str(ROOT))
+
+from bench import hitl_client as hc  # noqa: E402
+
+RESULTS = BENCH / "results"
+SDK_VENV = BENCH / ".venvs" / "a2a-sdk"
+SDK_PACKAGES = [
+    "a2a-sdk[http-server]==0.3.26",
+    "langgraph",
+    "langgraph-checkpoint-sqlite",
+    "aiosqlite",
+    "uvicorn",
+]
+SERVER_CORE, LOAD_CORE = 0, 1
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+WRK_INSTALL = "apt-get update && apt-get install -y wrk"
+# Users filling the memory scenario: what is measured is memory per waiting task, not
+# concurrency, and a server that fails under concurrent load must still give its memory figure.
+MEMORY_USERS = 2
+
+
+@dataclass(frozen=True)
+class Spec:
+    key: str
+    label: str
+    module: str
+    sdk_venv: bool
+    port: int
+    db: bool = False
+    args: tuple[str, ...] = ()
+    hitl: bool = True  # serves the hitl agent and message/stream
+    task_id: bool = False  # answers must carry the taskId (the SDK does not resume by contextId)
+
+    def python(self) -> str:
+        return str(SDK_VENV / "bin" / "python") if self.sdk_venv else sys.executable
+
+
+OURS, SDK_LG, SDK_HW, BARE = "ours", "sdk-langgraph", "sdk-handwritten", "bare"
+SPECS = [
+    Spec(OURS, "llamon-agent (SQLite)", "bench.servers.llamon", False, 9301, db=True),
+    Spec(SDK_LG, "a2a-sdk + same LangGraph graph (AsyncSqliteSaver, exit)",
+         "bench.servers.a2a_sdk_langgraph", True, 9302, db=True,
+         args=("--durability", "exit"), task_id=True),
+    Spec(SDK_HW, "a2a-sdk hand-written (in memory)", "bench.servers.a2a_sdk_handwritten",
+         True, 9303, task_id=True),
+    Spec(BARE, "bare Starlette echo", "bench.servers.bare_echo", False, 9304, hitl=False),
+]
+
+
+@dataclass
+class Settings:
+    reps: int
+    warmup: float
+    duration: float
+    streams: int
+    memory_counts: tuple[int, ...]
+    memory_servers: tuple[str, ...]
+    fill_time_limit: float
+    resume_samples: int
+    alone_seconds: float
+    servers: tuple[str, ...]
+
+
+# --- processes and /proc --------------------------------------------------------------------
+
+
+def cpu_ticks(pid: int) -> int:
+    """utime + stime of the whole process (all threads), in clock ticks."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    fields = stat[stat.rindex(")") + 2 :].split()
+    return int(fields[11]) + int(fields[12])
+
+
+def rss_kb(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+def core_busy_ticks(core: int) -> int:
+    """Busy ticks (everything but idle and iowait) of one core, from /proc/stat."""
+    for line in Path("/proc/stat").read_text().splitlines():
+        if line.startswith(f"cpu{core} "):
+            v = [int(x) for x in line.split()[1:]]
+            return sum(v) - v[3] - v[4]
+    return 0
+
+
+def pinned(core: int, argv: list[str]) -> list[str]:
+    return ["taskset", "-c", str(core), *argv] if (os.cpu_count() or 1) >= 2 else argv
+
+
+def port_open(port: int) -> bool:
+    with socket.socket() as s:
+        s.settimeout(0.2)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+class Server:
+    """One server process, pinned to the server core; stopped by its PID."""
+
+    def __init__(self, spec: Spec, tag: str) -> None:
+        self.spec = spec
+        self.tag = tag
+        self.log_path = RESULTS / "logs" / f"{spec.key}-{tag}.log"
+        self.db_path = RESULTS / "db" / f"{spec.key}-{tag}.sqlite3"
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
+
+    def start(self, timeout: float = 90.0) -> None:
+        if port_open(self.spec.port):
+            raise SystemExit(f"port {self.spec.port} is already in use; stop what listens there")
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        self.db_path.parent.mkdir(parents=True, exist_ok=True)
+        for old in self.db_path.parent.glob(self.db_path.name + "*"):
+            old.unlink()
+        argv = [self.spec.python(), "-m", self.spec.module, "--port", str(self.spec.port),
+                *self.spec.args]
+        if self.spec.db:
+            argv += ["--db", str(self.db_path)]
+        with self.log_path.open("wb") as log:
+            self.proc = subprocess.Popen(pinned(SERVER_CORE, argv), cwd=ROOT, stdout=log,
+                                         stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        url = f"http://127.0.0.1:{self.spec.port}/.well-known/agent-card.json"
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise SystemExit(f"{self.spec.key} exited at start:\n{self.log_path.read_text()[-3000:]}")
+            try:
+                with urllib.request.urlopen(url, timeout=1) as answer:
+                    if answer.status == 200:
+                        return
+            except OSError:
+                time.sleep(0.2)
+        self.stop()
+        raise SystemExit(f"{self.spec.key} did not serve its agent card within {timeout:.0f} s")
+
+    def stop(self) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        os.kill(self.proc.pid, signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.kill(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(timeout=5)
+        for path in self.db_path.parent.glob(self.db_path.name + "*"):
+            path.unlink()
+
+    def log_summary(self) -> dict[str, Any]:
+        """Tracebacks in the server's log, and its most frequent message and exception lines."""
+        text = self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+        lines = Counter(
+            re.sub(r"[0-9a-f]{8}-[0-9a-f-]{27}|[0-9a-f]{32}", "<id>", line)
+            for line in text.splitlines()
+            if line and not line[0].isspace() and not line.startswith(("Traceback", "During handling",
+                                                                        "The above exception"))
+        )
+        return {"tracebacks": text.count("Traceback (most recent call last)"),
+                "top_lines": lines.most_common(6), "log": str(self.log_path.relative_to(ROOT))}
+
+
+# --- scenarios ------------------------------------------------------------------------------
+
+
+class Meter:
+    """Server CPU and foreign load on the server's core over one measured run."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.t0 = time.monotonic()
+        self.cpu0 = cpu_ticks(pid)
+        self.core0 = core_busy_ticks(SERVER_CORE)
+
+    def done(self) -> tuple[float, float]:
+        """(server CPU seconds, percent of the server core used by other processes)."""
+        cpu = cpu_ticks(self.pid) - self.cpu0
+        other = core_busy_ticks(SERVER_CORE) - self.core0 - cpu
+        elapsed = time.monotonic() - self.t0
+        return cpu / CLK_TCK, max(0.0, other / CLK_TCK / elapsed * 100)
+
+
+def wrk(port: int, seconds: float) -> dict[str, Any]:
+    argv = ["wrk", "-t1", "-c32", f"-d{max(1, round(seconds))}s", "--latency", "--timeout", "10s",
+            "-s", str(BENCH / "wrk" / "send.lua"), f"http://127.0.0.1:{port}/"]
+    out = subprocess.run(pinned(LOAD_CORE, argv), capture_output=True, text=True,
+                         timeout=seconds + 60, check=False)
+    for line in out.stdout.splitlines():
+        if line.startswith("BENCH_JSON "):
+            result: dict[str, Any] = json.loads(line.removeprefix("BENCH_JSON "))
+            return result
+    raise RuntimeError(f"wrk printed no result: {out.stdout[-2000:]} {out.stderr[-2000:]}")
+
+
+def instant(server: Server, s: Settings) -> dict[str, Any]:
+    wrk(server.spec.port, s.warmup)
+    meter = Meter(server.pid)
+    w = wrk(server.spec.port, s.duration)
+    cpu, other = meter.done()
+    seconds = w["duration_us"] / 1e6
+    return {
+        "req_s": w["completed"] / seconds,
+        "p50_ms": w["p50_us"] / 1e3,
+        "p99_ms": w["p99_us"] / 1e3,
+        "cpu_ms": cpu * 1e3 / w["completed"] if w["completed"] else math.nan,
+        "errors": w["errors"] + w["socket_errors"],
+        "first_error": w["first_error"],
+        "other_load_pct": other,
+    }
+
+
+def hitl(server: Server, s: Settings) -> dict[str, Any]:
+    port, task_id = server.spec.port, server.spec.task_id
+    asyncio.run(hc.hitl_load(port, duration=s.warmup, with_task_id=task_id))
+    meter = Meter(server.pid)
+    result = asyncio.run(hc.hitl_load(port, duration=s.duration, with_task_id=task_id))
+    cpu, other = meter.done()
+    summary = result.summary()
+    summary["cpu_ms"] = cpu * 1e3 / result.round_trips if result.round_trips else math.nan
+    summary["other_load_pct"] = other
+    return summary
+
+
+def stream(server: Server, s: Settings) -> dict[str, Any]:
+    asyncio.run(hc.stream_probe(server.spec.port, 20))  # warm-up
+    return asyncio.run(hc.stream_probe(server.spec.port, s.streams)).summary()
+
+
+def run_server(spec: Spec, rep: int, s: Settings) -> dict[str, Any]:
+    server = Server(spec, f"rep{rep}")
+    server.start()
+    out: dict[str, Any] = {"rss_start_mb": rss_kb(server.pid) / 1024}
+    try:
+        if spec.hitl:  # on an idle, fresh server first
+            out["stream"] = stream(server, s)
+        out["instant"] = instant(server, s)
+        if spec.hitl:
+            out["hitl"] = hitl(server, s)
+        out["rss_end_mb"] = rss_kb(server.pid) / 1024
+    finally:
+        server.stop()
+        out["log"] = server.log_summary()
+    return out
+
+
+def memory(spec: Spec, s: Settings) -> dict[str, Any]:
+    """RSS with many tasks waiting for input; resume latency with few and with many waiting."""
+    server = Server(spec, "memory")
+    server.start()
+    port, out = spec.port, dict[str, Any]()
+    waiting = hc.Waiting()
+    try:
+        asyncio.run(hc.hitl_load(port, duration=2.0, with_task_id=spec.task_id))  # warm-up
+        out["rss_0_kb"] = rss0 = prev_rss = rss_kb(server.pid)
+        prev_n = 0
+        for count in s.memory_counts:
+            t0 = time.monotonic()
+            asyncio.run(hc.fill_waiting(port, count, waiting, users=MEMORY_USERS,
+                                        time_limit=s.fill_time_limit))
+            n = len(waiting.tasks)
+            rss = rss_kb(server.pid)
+            out[f"fill_{count}"] = {
+                "waiting": n, "seconds": time.monotonic() - t0, "rss_kb": rss,
+                "kb_per_task": (rss - rss0) / n if n else math.nan,
+                "kb_per_added_task": (rss - prev_rss) / (n - prev_n) if n > prev_n else math.nan,
+            }
+            if count in (s.memory_counts[0], s.memory_counts[-1]):
+                lat, errors = asyncio.run(
+                    hc.resume_latency(port, waiting, s.resume_samples, with_task_id=spec.task_id))
+                out[f"resume_{count}"] = {"p50_ms": hc.percentile(lat, 50), "samples": len(lat),
+                                          "errors": errors.count, "error_samples": errors.samples}
+            prev_rss, prev_n = rss_kb(server.pid), len(waiting.tasks)
+        out["fill_errors"] = waiting.errors.count
+        out["fill_error_samples"] = waiting.errors.samples
+    finally:
+        server.stop()
+        out["log"] = server.log_summary()
+    return out
+
+
+def langgraph_alone(seconds: float) -> tuple[dict[str, float], dict[str, str]]:
+    """CPU ms per round trip of each variant, and the errors of variants that failed."""
+    argv = [sys.executable, str(BENCH / "langgraph_alone.py"), "--json", "--seconds", str(seconds)]
+    out = subprocess.run(pinned(SERVER_CORE, argv), capture_output=True, text=True, cwd=ROOT,
+                         timeout=seconds * 10 + 300, check=True)
+    rows = json.loads(out.stdout)
+    return ({r["variant"]: r["cpu_ms_per_round_trip"] for r in rows},
+            {r["variant"]: r["error"] for r in rows if r.get("error")})
+
+
+# --- setup ------------------------------------------------------------------------------------
+
+
+def ensure_sdk_venv() -> None:
+    python = SDK_VENV / "bin" / "python"
+    check = [str(python), "-c", "import importlib.metadata as m; print(m.version('a2a-sdk'))"]
+    if python.exists():
+        done = subprocess.run(check, capture_output=True, text=True, check=False)
+        if done.stdout.strip() == "0.3.26":
+            return
+    print(f"creating {SDK_VENV.relative_to(ROOT)} with {' '.join(SDK_PACKAGES)} ...", flush=True)
+    subprocess.run([sys.executable, "-m", "venv", str(SDK_VENV)], check=True)
+    subprocess.run([str(python), "-m", "pip", "install", "-q", *SDK_PACKAGES], check=True)
+
+
+def machine() -> dict[str, str]:
+    model = "unknown"
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            model = line.split(":", 1)[1].strip()
+            break
+    sdk = subprocess.run(
+        [str(SDK_VENV / "bin" / "python"), "-c",
+         "import importlib.metadata as m; print(m.version('a2a-sdk'), m.version('langgraph'))"],
+        capture_output=True, text=True, check=False).stdout.split()
+    import importlib.metadata as md
+
+    return {
+        "nproc": str(os.cpu_count()),
+        "cpu": model,
+        "python": platform.python_version(),
+        "kernel": platform.release(),
+        "langgraph": md.version("langgraph"),
+        "a2a-sdk (SDK venv)": sdk[0] if sdk else "?",
+        "langgraph (SDK venv)": sdk[1] if len(sdk) > 1 else "?",
+        "uvicorn": md.version("uvicorn"),
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+    }
+
+
+# --- report -----------------------------------------------------------------------------------
+
+
+def med(values: list[Any]) -> float:
+    clean = [float(v) for v in values if isinstance(v, (int, float)) and not math.isnan(v)]
+    return statistics.median(clean) if clean else math.nan
+
+
+def fmt(v: float, digits: int = 1) -> str:
+    return "-" if math.isnan(v) else f"{v:,.{digits}f}"
+
+
+def pick(runs: list[dict[str, Any]], *path: str) -> list[Any]:
+    out = []
+    for run in runs:
+        v: Any = run
+        for key in path:
+            v = v.get(key) if isinstance(v, dict) else None
+        out.append(v)
+    return out
+
+
+ALONE_KEY = "native / sqlite-llamon / durability=exit"
+
+ROWS: list[tuple[str, tuple[str, ...], int]] = [
+    ("`message/send` instant, req/s (32 connections)", ("instant", "req_s"), 0),
+    ("instant p50 / ms", ("instant", "p50_ms"), 1),
+    ("instant p99 / ms", ("instant", "p99_ms"), 1),
+    ("server CPU per instant request / ms", ("instant", "cpu_ms"), 2),
+    ("instant errors (per run)", ("instant", "errors"), 0),
+    ("HITL round trips/s (16 users)", ("hitl", "round_trips_per_s"), 0),
+    ("HITL ask (send -> input-required) p50 / ms", ("hitl", "ask_p50_ms"), 1),
+    ("HITL ask p99 / ms", ("hitl", "ask_p99_ms"), 1),
+    ("HITL answer (-> completed) p50 / ms", ("hitl", "answer_p50_ms"), 1),
+    ("HITL answer p99 / ms", ("hitl", "answer_p99_ms"), 1),
+    ("server CPU per HITL round trip / ms", ("hitl", "cpu_ms"), 2),
+    ("HITL errors (per run)", ("hitl", "errors"), 0),
+    ("`message/stream` first event p50 / ms (idle)", ("stream", "first_p50_ms"), 2),
+    ("`message/stream` final event p50 / ms (idle)", ("stream", "final_p50_ms"), 2),
+    ("stream errors (per run)", ("stream", "errors"), 0),
+    ("RSS after the runs / MB", ("rss_end_mb",), 0),
+    ("server log tracebacks (per run)", ("log", "tracebacks"), 0),
+    ("other processes on the server core / % (instant, HITL)", ("instant", "other_load_pct"), 0),
+]
+
+
+def ratio(a: Any, b: Any) -> float:
+    if not isinstance(a, (int, float)) or not isinstance(b, (int, float)) or not b:
+        return math.nan
+    return float(a) / float(b)
+
+
+def report(data: dict[str, Any], s: Settings) -> str:
+    runs: dict[str, list[dict[str, Any]]] = data["runs"]
+    keys = [spec.key for spec in SPECS if spec.key in runs]
+    labels = {spec.key: spec.label for spec in SPECS}
+    out = [f"Machine: {', '.join(f'{k} {v}' for k, v in data['machine'].items())}.",
+           f"Settings: {s.reps} repetition(s), {s.warmup:g} s warm-up + {s.duration:g} s per run, "
+           f"{s.streams} streams, medians over repetitions.", ""]
+    out.append("| what | " + " | ".join(labels[k] for k in keys) + " |")
+    out.append("|---|" + "---:|" * len(keys))
+    for title, path, digits in ROWS:
+        cells = []
+        for k in keys:
+            if path == ("instant", "other_load_pct"):
+                a, b = med(pick(runs[k], *path)), med(pick(runs[k], "hitl", "other_load_pct"))
+                cells.append(f"{fmt(a, 0)}, {fmt(b, 0)}")
+            else:
+                cells.append(fmt(med(pick(runs[k], *path)), digits))
+        out.append(f"| {title} | " + " | ".join(cells) + " |")
+    alone: list[dict[str, float]] = data["langgraph_alone"]
+    mem: dict[str, Any] = data.get("memory", {})
+    for title, field_path, digits in [
+        ("RSS at start (warm) / MB", ("rss_0_kb",), 1),
+        *[(f"RSS with {c:,} tasks waiting / MB", (f"fill_{c}", "rss_kb"), 1) for c in s.memory_counts],
+        *[(f"RSS per waiting task at {c:,} (growth from warm start / tasks) / KB",
+           (f"fill_{c}", "kb_per_task"), 2) for c in s.memory_counts],
+        *[(f"RSS growth per task added in the step to {c:,} / KB",
+           (f"fill_{c}", "kb_per_added_task"), 2) for c in s.memory_counts[1:]],
+        *[(f"resume latency p50 with {c:,} waiting / ms", (f"resume_{c}", "p50_ms"), 1)
+          for c in (s.memory_counts[0], s.memory_counts[-1])],
+    ]:
+        cells = []
+        for k in keys:
+            v = pick([mem[k]], *field_path)[0] if k in mem else None
+            scale = 1 / 1024 if field_path[-1] in ("rss_0_kb", "rss_kb") else 1
+            cells.append(fmt(v * scale, digits) if isinstance(v, (int, float)) else "-")
+        out.append(f"| {title} | " + " | ".join(cells) + " |")
+
+    def per_rep(fn: Any) -> float:
+        return med([fn(i) for i in range(s.reps)])
+
+    def rep_value(key: str, i: int, *path: str) -> Any:
+        reps = runs.get(key, [])
+        return pick([reps[i]], *path)[0] if i < len(reps) else None
+
+    ours_mem, hi, lo = mem.get(OURS, {}), s.memory_counts[-1], s.memory_counts[0]
+    targets = [
+        ("HITL round trips/s, ours / SDK + same graph", ">= 1.5",
+         per_rep(lambda i: ratio(rep_value(OURS, i, "hitl", "round_trips_per_s"),
+                                 rep_value(SDK_LG, i, "hitl", "round_trips_per_s"))), 2),
+        ("instant sends/s, ours / SDK + same graph", ">= 1.5",
+         per_rep(lambda i: ratio(rep_value(OURS, i, "instant", "req_s"),
+                                 rep_value(SDK_LG, i, "instant", "req_s"))), 2),
+        ("instant p99, ours / SDK hand-written", "<= 0.25",
+         per_rep(lambda i: ratio(rep_value(OURS, i, "instant", "p99_ms"),
+                                 rep_value(SDK_HW, i, "instant", "p99_ms"))), 2),
+        (f"CPU per HITL round trip, ours / LangGraph alone ({ALONE_KEY})", "<= 1.3",
+         per_rep(lambda i: ratio(rep_value(OURS, i, "hitl", "cpu_ms"),
+                                 alone[i].get(ALONE_KEY) if i < len(alone) else None)), 2),
+        ("`message/stream` first event p50 on an idle server, ours / ms", "<= 5",
+         med(pick(runs.get(OURS, []), "stream", "first_p50_ms")), 2),
+        (f"RSS per waiting task at {hi:,}, ours / KB", "< 0.5",
+         pick([ours_mem], f"fill_{hi}", "kb_per_task")[0] if ours_mem else math.nan, 2),
+        (f"resume latency p50, {hi:,} / {lo:,} waiting, ours", "<= 1.3",
+         ratio(pick([ours_mem], f"resume_{hi}", "p50_ms")[0],
+               pick([ours_mem], f"resume_{lo}", "p50_ms")[0]) if ours_mem else math.nan, 2),
+    ]
+    out += ["", "| target (issue 3) | measured | goal |", "|---|---:|---|"]
+    for title, goal, value, digits in targets:
+        out.append(f"| {title} | {fmt(value if isinstance(value, float) else math.nan, digits)} | {goal} |")
+    if alone:
+        out += ["", "LangGraph alone, in process (bench/langgraph_alone.py), median CPU per "
+                "interrupt + resume round trip:", "", "| variant | CPU ms |", "|---|---:|"]
+        for variant in alone[0]:
+            out.append(f"| {variant} | {fmt(med([a.get(variant) for a in alone]), 2)} |")
+    problems = []
+    for k in keys:
+        for i, run in enumerate(runs[k]):
+            for scenario in ("instant", "hitl", "stream"):
+                sc = run.get(scenario) or {}
+                samples = sc.get("error_samples") or ([sc["first_error"]] if sc.get("first_error") else [])
+                if sc.get("errors"):
+                    problems.append(f"- {k} rep {i}: {scenario}: {sc['errors']} errors, e.g. {samples[:2]}")
+            log = run.get("log", {})
+            if log.get("tracebacks"):
+                problems.append(f"- {k} rep {i}: {log['tracebacks']} tracebacks in {log['log']}; "
+                                f"most frequent lines: {log['top_lines'][:4]}")
+    for k, m in mem.items():
+        if m.get("fill_errors") or m.get("log", {}).get("tracebacks"):
+            problems.append(f"- {k} memory: {m.get('fill_errors')} fill errors {m.get('fill_error_samples', [])[:2]}; "
+                            f"{m['log']['tracebacks']} tracebacks, lines {m['log']['top_lines'][:4]}")
+    for variant, error in data.get("langgraph_alone_errors", {}).items():
+        problems.append(f"- LangGraph alone {variant}: {error}")
+    if problems:
+        out += ["", "Errors seen in this run:", "", *problems]
+    return "\n".join(out) + "\n"
+
+
+# --- main -------------------------------------------------------------------------------------
+
+
+def settings(args: argparse.Namespace) -> Settings:
+    quick = args.quick
+    servers = tuple(args.servers.split(",")) if args.servers else tuple(spec.key for spec in SPECS)
+    mem_servers = (OURS,) if quick else (OURS, SDK_LG)
+    if args.memory_servers is not None:
+        mem_servers = tuple(x for x in args.memory_servers.split(",") if x)
+    return Settings(
+        reps=args.reps or (1 if quick else 3),
+        warmup=1.0 if quick else 2.0,
+        duration=args.duration or (3.0 if quick else 10.0),
+        streams=50 if quick else 200,
+        memory_counts=(1_000, 10_000) if quick else (1_000, 10_000, 50_000),
+        memory_servers=tuple(k for k in mem_servers if k in servers),
+        fill_time_limit=args.fill_time_limit or (120.0 if quick else 900.0),
+        resume_samples=50 if quick else 200,
+        alone_seconds=1.0 if quick else 3.0,
+        servers=servers,
+    )
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--quick", action="store_true", help="1 repetition of 3 s runs, no 50k memory step")
+    p.add_argument("--reps", type=int, default=0, help="repetitions (default 3, quick 1)")
+    p.add_argument("--duration", type=float, default=0, help="seconds per measured run (default 10)")
+    p.add_argument("--servers", default="", help=f"comma-separated subset of {[s.key for s in SPECS]}")
+    p.add_argument("--memory-servers", default=None, help="servers for the memory scenario ('' for none)")
+    p.add_argument("--fill-time-limit", type=float, default=0, help="seconds per memory fill step")
+    s = settings(p.parse_args())
+    if shutil.which("wrk") is None:
+        raise SystemExit(f"wrk is not installed; install it with: {WRK_INSTALL}")
+    if shutil.which("taskset") is None or (os.cpu_count() or 1) < 2:
+        print("warning: no taskset or fewer than 2 cores; server and load share the CPU", flush=True)
+    else:
+        os.sched_setaffinity(0, {LOAD_CORE})  # this process is the HITL load generator
+    ensure_sdk_venv()
+    specs = [spec for spec in SPECS if spec.key in s.servers]
+    data: dict[str, Any] = {"machine": machine(), "settings": s.__dict__, "runs": {k.key: [] for k in specs},
+                            "langgraph_alone": [], "langgraph_alone_errors": {}, "memory": {}}
+    started = time.monotonic()
+    for rep in range(s.reps):
+        print(f"repetition {rep + 1}/{s.reps}: LangGraph alone ...", flush=True)
+        cpu, errors = langgraph_alone(s.alone_seconds)
+        data["langgraph_alone"].append(cpu)
+        data["langgraph_alone_errors"].update(errors)
+        order = specs[rep % len(specs):] + specs[: rep % len(specs)]
+        for spec in order:
+            print(f"repetition {rep + 1}/{s.reps}: {spec.key} ...", flush=True)
+            data["runs"][spec.key].append(run_server(spec, rep, s))
+    for spec in specs:
+        if spec.key in s.memory_servers:
+            print(f"memory: {spec.key} (up to {s.memory_counts[-1]:,} waiting tasks) ...", flush=True)
+            data["memory"][spec.key] = memory(spec, s)
+    data["seconds"] = time.monotonic() - started
+    text = report(data, s)
+    print()
+    print(text)
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "latest.md").write_text(f"# Benchmark results\n\n{text}")
+    (RESULTS / "latest.json").write_text(json.dumps(data, indent=1, default=str))
+    print(f"written to {(RESULTS / 'latest.md').relative_to(ROOT)} and latest.json "
+          f"({data['seconds']:.0f} s)")
+
+
+if __name__ == "__main__":
+    main()
