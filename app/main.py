@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from llamon_agent import Agent
 
+from .assistant import email_assistant
 from .nodes import configured_model, document_review_graph, until_done_graph
 
 AGENTS = [
@@ -39,4 +40,5 @@ AGENTS = [
             }
         ],
     ),
+    email_assistant(),
 ]

@@ -8,6 +8,10 @@
         ├── InvalidRequestError                 -32600
         ├── MethodNotFoundError                 -32601
         ├── InvalidParamsError                  -32602
+        │   └── ReviewError                     tool-call review (seed 000); REST: HTTP 400
+        │       ├── NoPendingReviewError
+        │       ├── ReviewPendingError
+        │       └── InvalidReviewDecisionError
         ├── InternalError                       -32603
         ├── TaskNotFoundError                   -32001
         ├── TaskNotCancelableError              -32002
@@ -20,6 +24,11 @@
 Default messages are the ``@default`` texts of the A2A v0.3 schema; raise sites may give a
 more specific sentence and put machine-readable details in ``data``. JSON-RPC errors travel
 with HTTP 200 (a2a-v0.3.md section 1).
+
+Review errors carry seed 000's message (in the request's language, see ``review/catalog.py``):
+over A2A they are ``-32602`` with that message and ``data.error`` naming the exception; over
+the REST API (``POST /hitl/*``) they are HTTP ``http_status`` (400) with the message as
+``detail``.
 """
 
 from __future__ import annotations
@@ -34,10 +43,14 @@ __all__ = [
     "InvalidAgentResponseError",
     "InvalidParamsError",
     "InvalidRequestError",
+    "InvalidReviewDecisionError",
     "JSONParseError",
     "LlamonError",
     "MethodNotFoundError",
+    "NoPendingReviewError",
     "PushNotificationNotSupportedError",
+    "ReviewError",
+    "ReviewPendingError",
     "TaskNotCancelableError",
     "TaskNotFoundError",
     "UnsupportedOperationError",
@@ -82,6 +95,27 @@ class MethodNotFoundError(A2AError):
 class InvalidParamsError(A2AError):
     code = -32602
     default_message = "Invalid parameters"
+
+
+class ReviewError(InvalidParamsError):
+    """A tool-call review that cannot go ahead; nothing was changed."""
+
+    http_status: ClassVar[int] = 400
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, data={"error": type(self).__name__})
+
+
+class NoPendingReviewError(ReviewError):
+    """Decisions sent to a conversation where no action awaits approval."""
+
+
+class ReviewPendingError(ReviewError):
+    """A new chat message while actions still await approval."""
+
+
+class InvalidReviewDecisionError(ReviewError):
+    """Decisions that do not fit the pending actions (count, type, ``edited_action``, ...)."""
 
 
 class InternalError(A2AError):

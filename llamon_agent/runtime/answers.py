@@ -9,12 +9,17 @@ from typing import Any
 from langchain_core.messages import HumanMessage
 
 from ..a2a.types import Message
-from ..errors import InvalidParamsError
+from ..errors import InvalidParamsError, ReviewPendingError
+from ..review import catalog
+from ..review.decisions import validate_decisions
+from ..review.payload import is_review_request
 from ..stores.base import StoredTask
-from .hitl_graph import CLEAR, REQUEST_KEY
+from .hitl_graph import CLEAR, REQUEST_KEY, public_payload
 from .turn import Pending
 
-__all__ = ["answers_in", "graph_input"]
+__all__ = ["answers_in", "carries_decisions", "graph_input", "review_resume"]
+
+DECISIONS = "decisions"
 
 _INTERRUPT_ID = re.compile(r"^[0-9a-f]{32}$")
 
@@ -40,11 +45,14 @@ def graph_input(
 def answers_in(message: Message, pending: Sequence[Pending], asked: Pending) -> dict[str, Any]:
     """The answer(s) a message carries, keyed by interrupt id.
 
-    Accepted: a data part ``{"value": v}``; a data part ``{"resume": v}`` or an id-keyed map
+    Accepted: a data part ``{"decisions": [...]}`` (a tool review's answer, kept whole); a data
+    part ``{"value": v}``; a data part ``{"resume": v}`` or an id-keyed map
     ``{"resume": {interrupt_id: v}}`` (LangGraph server's form); else the text parts.
     Unknown interrupt ids are refused (LangGraph would silently ignore them).
     """
     for data in message.data():
+        if DECISIONS in data:
+            return {asked.id: {DECISIONS: data[DECISIONS]}}
         if "value" in data:
             return {asked.id: data["value"]}
         if "resume" in data:
@@ -67,3 +75,25 @@ def answers_in(message: Message, pending: Sequence[Pending], asked: Pending) -> 
             "The task is waiting for an answer: send a text part or a data part {\"value\": ...}"
         )
     return {asked.id: text}
+
+
+def carries_decisions(message: Message) -> bool:
+    """Does the message answer a tool review (a data part ``{"decisions": ...}``)?"""
+    return any(DECISIONS in data for data in message.data())
+
+
+def is_review(pending: Pending) -> bool:
+    return is_review_request(public_payload(pending.value))
+
+
+def review_resume(pending: Pending, raw: Any, language: str | None) -> dict[str, Any]:
+    """The resume value ``{"decisions": [...]}`` for a pending tool review, checked first.
+
+    A text answer is refused with ``ReviewPendingError`` (seed 000: no new message while
+    actions wait); decisions that do not fit are refused by ``validate_decisions``. Both are
+    ``-32602`` on the wire and nothing is resumed or stored.
+    """
+    if not isinstance(raw, Mapping) or DECISIONS not in raw:
+        raise ReviewPendingError(catalog.text("review_pending", language))
+    decisions = validate_decisions(raw[DECISIONS], public_payload(pending.value), language=language)
+    return {DECISIONS: decisions}

@@ -13,6 +13,8 @@ from typing import Any
 import orjson
 
 from ..a2a.types import Artifact, DataPart, Message, Part, TaskStatus, TextPart
+from ..review import catalog
+from ..review.payload import REVIEW_SCHEMA, is_review_request
 from .hitl_graph import public_payload
 
 __all__ = ["agent_message", "now", "question_message", "result_artifact", "status"]
@@ -43,13 +45,25 @@ def agent_message(
     )
 
 
-def question_parts(value: Any) -> list[Part]:
+def question_parts(value: Any, language: str | None = None) -> list[Part]:
     """Seed 004 D2: ``[text part with the question, data part {"hitl": payload}]``.
 
-    A payload that is not an ``{"question": ...}`` mapping (a native ``interrupt()`` value) still
-    gets both parts: its text is the string itself or the JSON of the value.
+    A tool review (``action_requests`` + ``review_configs``) is ``[summary text, data part
+    {"hitl": {"schema": "llamon.hitl.review.v1", "action_requests", "review_configs"}}]``, the
+    summary in ``language``. A payload that is not an ``{"question": ...}`` mapping (a native
+    ``interrupt()`` value) still gets both parts: its text is the string itself or the JSON of
+    the value.
     """
-    if isinstance(value, dict) and isinstance(value.get("question"), str):
+    if is_review_request(value):
+        actions = value["action_requests"]
+        names = ", ".join(str(a.get("name")) if isinstance(a, dict) else "?" for a in actions)
+        text = catalog.text("summary", language, names=names)
+        hitl = {
+            "schema": REVIEW_SCHEMA,
+            "action_requests": actions,
+            "review_configs": value["review_configs"],
+        }
+    elif isinstance(value, dict) and isinstance(value.get("question"), str):
         text, hitl = value["question"], value
     elif isinstance(value, str):
         text, hitl = value, {"question": value}
@@ -63,12 +77,14 @@ def question_parts(value: Any) -> list[Part]:
 
 
 def question_message(
-    value: Any, interrupt_id: str, task_id: str, context_id: str, *, reask: bool = False
+    value: Any, interrupt_id: str, task_id: str, context_id: str, *, reask: bool = False,
+    language: str | None = None,
 ) -> Message:
     metadata: dict[str, Any] = {"interruptId": interrupt_id}
     if reask:
         metadata["reask"] = True
-    return agent_message(question_parts(public_payload(value)), task_id, context_id, metadata)
+    parts = question_parts(public_payload(value), language)
+    return agent_message(parts, task_id, context_id, metadata)
 
 
 def result_artifact(result: Any, texts: list[str]) -> Artifact | None:

@@ -4,7 +4,9 @@
 
     message/send|stream ─► _begin()  claims the context (a second message gets -32004 busy)
                              │ route: taskId? the context's waiting task? a new task?
-                             │ answer: normalise ─► all pending questions answered?
+                             │ answer: normalise (a tool review: validate its decisions,
+                             │         -32602 and nothing changes when they do not fit)
+                             │         ─► all pending questions answered?
                              │           yes ─► Command(resume={interrupt_id: value, ...})
                              │           no  ─► ask the next one / re-ask (nothing runs)
                              ▼
@@ -50,15 +52,18 @@ from ..core.normalize import Reask, normalize_answer
 from ..errors import (
     ContentTypeNotSupportedError,
     InvalidParamsError,
+    NoPendingReviewError,
     PushNotificationNotSupportedError,
     TaskNotCancelableError,
     TaskNotFoundError,
     UnsupportedOperationError,
 )
+from ..review import catalog
+from ..review.policy import parse_wire_override
 from ..stores.base import StoredTask
 from ..stores.storage import Storage
 from . import messages
-from .answers import answers_in, graph_input
+from .answers import answers_in, carries_decisions, graph_input, is_review, review_resume
 from .events import Event, EventHub
 from .hitl_graph import public_payload, resume_value
 from .runner import run_turn
@@ -72,6 +77,8 @@ OUTPUT_MODES = ("text/plain", "application/json")
 _RUNNING = frozenset({"submitted", "working"})
 _PENDING = "pending"  # record.extra: the interrupts the task waits on
 _COLLECTED = "collected_answers"  # record.extra: answers given so far to parallel questions
+_INTERRUPT_ON = "interrupt_on"  # record.extra: tool reviews the client added for this task
+_WIRE_OVERRIDE = "interruptOn"  # message or request metadata key of those additions
 
 
 def _wire_task(record: StoredTask, history_length: int | None = None) -> Task:
@@ -149,20 +156,39 @@ class TaskManager:
 
     # ------------------------------------------------------------------ send / stream
 
-    async def send(self, params: MessageSendParams) -> Task:
-        turn = await self._begin(params)
+    async def context_agent(self, context_id: str) -> str | None:
+        """The agent a context belongs to (``None`` for a context without tasks)."""
+        latest = await self._store.latest_in_context(context_id)
+        return latest.agent_id if latest is not None else None
+
+    async def thread_values(self, context_id: str) -> dict[str, Any]:
+        """The graph state of a context's thread as its last checkpoint holds it."""
+        owner = await self.context_agent(context_id)
+        served = self._served.get(owner) if owner is not None else None
+        if served is None:
+            return {}
+        snapshot = await served.graph.aget_state(config_for(context_id))  # type: ignore[arg-type]
+        return dict(snapshot.values) if isinstance(snapshot.values, dict) else {}
+
+    async def send(self, params: MessageSendParams, *, language: str | None = None) -> Task:
+        """``language`` is the request's (``Accept-Language``); review texts use it."""
+        turn = await self._begin(params, language=language)
         history_length = params.configuration.history_length if params.configuration else None
         if turn.blocking:
             await turn.done.wait()
         return _wire_task(turn.record, history_length)
 
-    async def stream(self, params: MessageSendParams) -> AsyncIterator[Event]:
+    async def stream(
+        self, params: MessageSendParams, *, language: str | None = None
+    ) -> AsyncIterator[Event]:
         """Validates and starts the turn before returning; the iterator only delivers events."""
-        turn = await self._begin(params, subscribe=True)
+        turn = await self._begin(params, subscribe=True, language=language)
         assert turn.subscription is not None
         return turn.subscription.__aiter__()
 
-    async def _begin(self, params: MessageSendParams, *, subscribe: bool = False) -> Turn:
+    async def _begin(
+        self, params: MessageSendParams, *, subscribe: bool = False, language: str | None = None
+    ) -> Turn:
         message = params.message
         if message.role != "user":
             raise InvalidParamsError("messages sent to an agent must have role 'user'")
@@ -174,6 +200,7 @@ class TaskManager:
             raise InvalidParamsError(
                 f"Unknown agentId {hint!r}", data={"agentIds": list(self._served)}
             )
+        added = _added_reviews(params)
         accepted = config.accepted_output_modes if config is not None else None
         if accepted and not set(accepted) & set(OUTPUT_MODES):
             raise ContentTypeNotSupportedError(
@@ -198,7 +225,9 @@ class TaskManager:
 
         self._claim(context_id)
         try:
-            turn = await self._route(params, context_id, hint)
+            turn = await self._route(params, context_id, hint, language)
+            _remember_reviews(turn.record, added)
+            turn.settings = _settings(turn.record, catalog.resolve(language))
         except BaseException:
             self._release(context_id, None)
             raise
@@ -217,7 +246,10 @@ class TaskManager:
         if self._claims.get(context_id) is turn:
             del self._claims[context_id]
 
-    async def _route(self, params: MessageSendParams, context_id: str, hint: str | None) -> Turn:
+    async def _route(
+        self, params: MessageSendParams, context_id: str, hint: str | None,
+        language: str | None = None,
+    ) -> Turn:
         message = params.message
         latest = await self._store.latest_in_context(context_id)
         owner = latest.agent_id if latest is not None else None
@@ -257,8 +289,10 @@ class TaskManager:
                 )
         blocking = params.configuration is None or params.configuration.blocking is not False
         if target is None:
+            if carries_decisions(message):
+                raise NoPendingReviewError(catalog.text("no_pending_review", language))
             return self._new_task(served, context_id, message, blocking)
-        return await self._answer(served, target, message, blocking)
+        return await self._answer(served, target, message, blocking, language)
 
     def _new_task(
         self, served: ServedAgent, context_id: str, message: Message, blocking: bool
@@ -283,13 +317,17 @@ class TaskManager:
         return [Pending(i.id, i.value) for i in snapshot.interrupts]
 
     async def _answer(
-        self, served: ServedAgent, record: StoredTask, message: Message, blocking: bool
+        self, served: ServedAgent, record: StoredTask, message: Message, blocking: bool,
+        language: str | None = None,
     ) -> Turn:
         """Answer the waiting question; resume once every pending question is answered.
 
         Parallel branches can leave several interrupts pending. Resuming with only some of them
         answered would re-run the unanswered nodes, so answers are collected on the task (one
         question at a time on the wire) and the graph resumes with all of them at once.
+
+        A pending tool review takes only decisions (a data part ``{"decisions": [...]}``),
+        validated before anything resumes; a bad answer raises and changes nothing.
         """
         pending = await self._pending(served, record)
         if not pending:
@@ -298,6 +336,8 @@ class TaskManager:
                 data={"taskId": record.id},
             )
         asked = next((p for p in pending if p.id == record.pending_interrupt), pending[0])
+        if carries_decisions(message) and not is_review(asked):
+            raise NoPendingReviewError(catalog.text("no_pending_review", language))
         pending_ids = {p.id for p in pending}
         earlier = record.extra.get(_COLLECTED)
         collected: dict[str, Any] = {
@@ -305,20 +345,30 @@ class TaskManager:
             if k in pending_ids
         }
         for interrupt_id, raw in answers_in(message, pending, asked).items():
-            value = next(p.value for p in pending if p.id == interrupt_id)
+            answered = next(p for p in pending if p.id == interrupt_id)
+            value = answered.value
+            if is_review(answered):
+                collected[interrupt_id] = resume_value(
+                    value, review_resume(answered, raw, language)
+                )
+                continue
             reasked = record.reask_count > 0 or interrupt_id != asked.id
             outcome = await normalize_answer(
                 public_payload(value), raw, llm=served.agent.llm, reasked=reasked
             )
             if isinstance(outcome, Reask):
-                return self._ask(served, record, message, asked, blocking, reask=True)
+                return self._ask(
+                    served, record, message, asked, blocking, reask=True, language=language
+                )
             collected[interrupt_id] = resume_value(value, outcome.value)
 
         record.reask_count = 0
         unanswered = [p for p in pending if p.id not in collected]
         if unanswered:
             record.extra[_COLLECTED] = collected
-            return self._ask(served, record, message, unanswered[0], blocking, reask=False)
+            return self._ask(
+                served, record, message, unanswered[0], blocking, reask=False, language=language
+            )
         record.extra.pop(_COLLECTED, None)
         record.extra.pop(_PENDING, None)
         record.pending_interrupt = None
@@ -331,12 +381,13 @@ class TaskManager:
 
     def _ask(
         self, served: ServedAgent, record: StoredTask, message: Message, question: Pending,
-        blocking: bool, *, reask: bool,
+        blocking: bool, *, reask: bool, language: str | None = None,
     ) -> Turn:
         """A turn that asks without running the graph: a re-ask (seed 004: an unclear answer
         gets the same question once more) or the next of several parallel questions."""
         status_message = messages.question_message(
-            question.value, question.id, record.id, record.context_id, reask=reask
+            question.value, question.id, record.id, record.context_id, reask=reask,
+            language=language,
         )
         record.task = record.task.model_copy(
             update={"history": _answered_history(record, message),
@@ -379,11 +430,11 @@ class TaskManager:
                 outcome = await run_turn(
                     turn.served.graph,
                     turn.graph_input,
-                    config_for(record.context_id),
+                    config_for(record.context_id, turn.settings or _settings(record)),
                     durability=turn.served.agent.durability,
                     on_progress=lambda chunk: self._progress(turn, chunk),
                 )
-                ending = ending_of(outcome, record)
+                ending = ending_of(outcome, record, turn.settings.get("language"))
             except asyncio.CancelledError:
                 if not turn.canceled:
                     raise
@@ -562,6 +613,35 @@ class TaskManager:
                 )
                 await self._end(turn, Ending("failed", note))
             turn.log.close()
+
+
+def _added_reviews(params: MessageSendParams) -> dict[str, Any]:
+    """Tool reviews the client adds for this task: ``interruptOn`` in the message's or the
+    request's metadata (they can only add reviews; see ``ReviewPolicy.add``)."""
+    added: dict[str, Any] = {}
+    for metadata in (params.metadata, params.message.metadata):
+        if metadata and _WIRE_OVERRIDE in metadata:
+            try:
+                added.update(parse_wire_override(metadata[_WIRE_OVERRIDE]))
+            except ValueError as exc:
+                raise InvalidParamsError(f"Invalid metadata.interruptOn: {exc}") from None
+    return added
+
+
+def _remember_reviews(record: StoredTask, added: dict[str, Any]) -> None:
+    """Additions last for the whole task; a later message can only add more."""
+    if added:
+        earlier = record.extra.get(_INTERRUPT_ON)
+        record.extra[_INTERRUPT_ON] = {**added, **(earlier if isinstance(earlier, dict) else {})}
+
+
+def _settings(record: StoredTask, language: str | None = None) -> dict[str, Any]:
+    """``configurable["llamon"]`` of the task's runs (see ``config_for``)."""
+    settings: dict[str, Any] = {"language": catalog.resolve(language)}
+    added = record.extra.get(_INTERRUPT_ON)
+    if isinstance(added, dict) and added:
+        settings["interrupt_on"] = added
+    return settings
 
 
 def _answered_history(record: StoredTask, message: Message) -> list[Message]:

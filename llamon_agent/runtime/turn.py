@@ -54,6 +54,7 @@ class Turn:
     runner: asyncio.Task[None] | None = None
     canceled: bool = False
     subscription: Subscription | None = None
+    settings: dict[str, Any] = field(default_factory=dict)  # config_for's ``llamon`` entry
 
     @property
     def seen_early(self) -> bool:
@@ -69,11 +70,16 @@ class Ending:
     pending: tuple[Pending, ...] = ()
 
 
-def config_for(context_id: str) -> dict[str, Any]:
-    return {"configurable": {"thread_id": context_id}}
+def config_for(context_id: str, settings: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The LangGraph config of a context's runs. ``settings`` (the request's ``language``, the
+    reviews the wire added, ``interrupt_on``) reach the graph as ``configurable["llamon"]``."""
+    configurable: dict[str, Any] = {"thread_id": context_id}
+    if settings:
+        configurable["llamon"] = settings
+    return {"configurable": configurable}
 
 
-def ending_of(outcome: TurnOutcome, record: StoredTask) -> Ending:
+def ending_of(outcome: TurnOutcome, record: StoredTask, language: str | None = None) -> Ending:
     """How a finished graph turn ends the task; raises on output that cannot go on the wire."""
     if outcome.interrupts:
         pending = tuple(Pending(i.id, i.value) for i in outcome.interrupts)
@@ -84,7 +90,9 @@ def ending_of(outcome: TurnOutcome, record: StoredTask) -> Ending:
                 f"Invalid agent response: the question is not JSON ({exc})"
             ) from exc
         asked = pending[0]
-        question = messages.question_message(asked.value, asked.id, record.id, record.context_id)
+        question = messages.question_message(
+            asked.value, asked.id, record.id, record.context_id, language=language
+        )
         return Ending("input-required", question, pending=pending)
     artifact = messages.result_artifact(outcome.result, outcome.texts)
     reply = None

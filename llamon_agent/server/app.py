@@ -19,12 +19,14 @@ from starlette.routing import Route
 
 from ..agent import Agent
 from ..errors import A2AError, InternalError
+from ..review.catalog import language_of
 from ..runtime.events import Event
 from ..runtime.tasks import TaskManager
 from ..stores.base import TaskStore
 from ..stores.storage import Storage, open_storage
 from . import jsonrpc
 from .card import CardSource, build_card, load_card
+from .hitl_rest import default_chat_agent, hitl_routes
 
 __all__ = ["DEFAULT_DB", "create_app"]
 
@@ -49,6 +51,7 @@ def create_app(
     public_url: str | None = None,
     max_body_bytes: int = 10 * 1024 * 1024,
     shutdown_grace: float = 5.0,
+    chat_agent: str | None = None,
 ) -> Starlette:
     """Serve ``agents`` (the first is the default) on one JSON-RPC endpoint at ``/``.
 
@@ -58,6 +61,10 @@ def create_app(
     ``public_url`` is the endpoint URL the card advertises (default: the request's origin).
     ``shutdown_grace``: at shutdown, running turns get this long to finish (their open streams
     deliver the final event) before they are cancelled and left for recovery at the next start.
+
+    The reviewed-chat REST API (``POST /hitl/chat``, ``POST /hitl/review``, its OpenAPI document
+    at ``GET /hitl/openapi.json``) talks to ``chat_agent`` when a request names no agent
+    (default: the agent ``email-assistant`` when served, else the first agent).
     """
     agents = list(agents)
     if not agents or not all(isinstance(a, Agent) for a in agents):
@@ -65,6 +72,8 @@ def create_app(
     if (task_store is None) != (checkpointer is None):
         raise ValueError("pass task_store and checkpointer together, or neither")
     card_template = load_card(card, agents)
+    if chat_agent is not None and chat_agent not in {a.id for a in agents}:
+        raise ValueError(f"chat_agent {chat_agent!r} is not one of the served agents")
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -93,10 +102,11 @@ def create_app(
             call = jsonrpc.parse(body, max_body_bytes)
         except jsonrpc.EnvelopeError as exc:
             return _json(jsonrpc.error_body(exc.error, exc.request_id))
+        language = language_of(request.headers.get("accept-language"))
         if call.method in jsonrpc.STREAMING_METHODS:
-            return await _stream(manager, call, request, shutdown_grace)
+            return await _stream(manager, call, request, shutdown_grace, language)
         try:
-            result = await jsonrpc.dispatch(manager, call)
+            result = await jsonrpc.dispatch(manager, call, language=language)
         except A2AError as exc:
             return _json(jsonrpc.error_body(exc, call.id))
         except Exception:
@@ -108,6 +118,7 @@ def create_app(
         Route("/", rpc, methods=["POST"]),
         Route("/.well-known/agent-card.json", agent_card, methods=["GET"]),
         Route("/.well-known/agent.json", agent_card, methods=["GET"]),
+        *hitl_routes(chat_agent or default_chat_agent(agents)),
     ]
     return Starlette(routes=routes, lifespan=lifespan)
 
@@ -121,10 +132,12 @@ def _last_event_id(request: Request) -> int | None:
 
 
 async def _stream(
-    manager: TaskManager, call: jsonrpc.Request, request: Request, grace: float
+    manager: TaskManager, call: jsonrpc.Request, request: Request, grace: float, language: str
 ) -> Response:
     try:
-        events = await jsonrpc.open_stream(manager, call, _last_event_id(request))
+        events = await jsonrpc.open_stream(
+            manager, call, _last_event_id(request), language=language
+        )
     except A2AError as exc:
         return _sse(_one(jsonrpc.error_body(exc, call.id)), grace)
     except Exception:

@@ -120,18 +120,18 @@ def parse(body: bytes, max_bytes: int) -> Request:
     return Request(request_id, method, typed)
 
 
-Handler = Callable[[TaskManager, Any], Awaitable[Any]]
+Handler = Callable[[TaskManager, Any, str | None], Awaitable[Any]]
 
 
-async def _send(manager: TaskManager, params: MessageSendParams) -> Any:
-    return await manager.send(params)
+async def _send(manager: TaskManager, params: MessageSendParams, language: str | None) -> Any:
+    return await manager.send(params, language=language)
 
 
-async def _get(manager: TaskManager, params: TaskQueryParams) -> Any:
+async def _get(manager: TaskManager, params: TaskQueryParams, language: str | None) -> Any:
     return await manager.get_task(params.id, params.history_length)
 
 
-async def _cancel(manager: TaskManager, params: TaskIdParams) -> Any:
+async def _cancel(manager: TaskManager, params: TaskIdParams, language: str | None) -> Any:
     return await manager.cancel(params.id)
 
 
@@ -142,18 +142,20 @@ _HANDLERS: dict[str, Handler] = {
 }
 
 
-async def dispatch(manager: TaskManager, request: Request) -> Any:
-    """Run a non-streaming method; A2A errors propagate to the caller's envelope."""
+async def dispatch(manager: TaskManager, request: Request, *, language: str | None = None) -> Any:
+    """Run a non-streaming method; A2A errors propagate to the caller's envelope.
+    ``language`` is the request's (``Accept-Language``), for the texts of tool reviews."""
     if request.method in _PUSH_METHODS:
         raise PushNotificationNotSupportedError()
     if request.method == "agent/getAuthenticatedExtendedCard":
         raise AuthenticatedExtendedCardNotConfiguredError()
-    return await _HANDLERS[request.method](manager, request.params)
+    return await _HANDLERS[request.method](manager, request.params, language)
 
 
 async def open_stream(
-    manager: TaskManager, request: Request, last_event_id: int | None
+    manager: TaskManager, request: Request, last_event_id: int | None,
+    *, language: str | None = None,
 ) -> AsyncIterator[Event]:
     if request.method == "message/stream":
-        return await manager.stream(request.params)
+        return await manager.stream(request.params, language=language)
     return await manager.resubscribe(request.params.id, last_event_id)

@@ -24,7 +24,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from . import _codec
 from .base import StoredTask
 
-__all__ = ["CommitWithTasks", "InlineSqliteSaver", "SQLiteTaskStore", "connect"]
+__all__ = ["InlineSqliteSaver", "SQLiteTaskStore", "connect"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS llamon_tasks (
@@ -107,25 +107,6 @@ class SQLiteTaskStore:
             f"SELECT {_COLUMNS} FROM llamon_tasks WHERE state IN ('submitted', 'working')"
         ).fetchall()
         return [_codec.decode(*row) for row in rows]
-
-
-class CommitWithTasks:
-    """The connection as the checkpointer sees it: its commits wait for the task store's.
-
-    A turn's checkpoint writes and the task record that reports the turn then land in one
-    transaction: one commit per turn instead of three, and never a checkpoint that is ahead of
-    its task. Used only by :func:`open_storage`, which pairs the saver with a
-    :class:`SQLiteTaskStore` on the same connection (every turn ends with a task save).
-    """
-
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self._conn = conn
-
-    def commit(self) -> None:
-        """Deferred to the next task save."""
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._conn, name)
 
 
 class InlineSqliteSaver(SqliteSaver):

@@ -12,7 +12,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from .base import TaskStore
 from .memory import InMemoryTaskStore
-from .sqlite import CommitWithTasks, InlineSqliteSaver, SQLiteTaskStore, connect
+from .sqlite import InlineSqliteSaver, SQLiteTaskStore, connect
 
 __all__ = ["MEMORY", "Storage", "open_storage"]
 
@@ -33,10 +33,8 @@ async def open_storage(db: str) -> AsyncIterator[Storage]:
         return
     conn = connect(db)
     try:
-        saver = InlineSqliteSaver(CommitWithTasks(conn))  # type: ignore[arg-type]
+        saver = InlineSqliteSaver(conn)
         saver.setup()
-        conn.commit()
         yield Storage(tasks=SQLiteTaskStore(conn), checkpointer=saver)
     finally:
-        conn.commit()  # anything a last turn wrote without reaching its task save
         conn.close()

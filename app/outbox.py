@@ -1,0 +1,93 @@
+"""The email assistant's outbox: one row per email that was really sent.
+
+It is a table (``outbox``) in the server's own SQLite file, so a demo's side effects persist
+with its conversations and tests can count them. The file is ``path`` if given, else
+``$LLAMON_DB`` (which ``llamon-agent serve`` sets to its ``--db``), else ``llamon.sqlite3``,
+the server's default; it is opened at the first use. ``":memory:"`` keeps the rows in this
+process only (one private database per ``Outbox``).
+
+Writes run in a worker thread: the server's own connection to the same file may hold its
+write lock for a moment at the end of another turn, and waiting for it must not block the
+event loop that will release it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sqlite3
+import threading
+from datetime import UTC, datetime
+from typing import Any
+
+__all__ = ["Outbox"]
+
+DEFAULT_DB = "llamon.sqlite3"  # the server's default file (llamon_agent's create_app)
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS outbox (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    thread_id TEXT,
+    to_address TEXT NOT NULL,
+    subject TEXT NOT NULL,
+    body TEXT NOT NULL,
+    sent_at TEXT NOT NULL
+)
+"""
+
+
+class Outbox:
+    def __init__(self, path: str | None = None) -> None:
+        self._path = path
+        self._conn: sqlite3.Connection | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def path(self) -> str:
+        return self._path or os.environ.get("LLAMON_DB") or DEFAULT_DB
+
+    async def send(self, to: str, subject: str, body: str, thread_id: str | None = None) -> int:
+        """Store one sent email; returns its number."""
+        return await asyncio.to_thread(self._insert, to, subject, body, thread_id)
+
+    def count(self, thread_id: str | None = None) -> int:
+        return len(self.rows(thread_id))
+
+    def rows(self, thread_id: str | None = None) -> list[dict[str, Any]]:
+        query = "SELECT id, thread_id, to_address, subject, body FROM outbox"
+        args: tuple[Any, ...] = ()
+        if thread_id is not None:
+            query, args = query + " WHERE thread_id = ?", (thread_id,)
+        with self._lock:
+            cursor = self._connection().execute(query + " ORDER BY id", args)
+            rows = cursor.fetchall()
+        keys = ("id", "thread_id", "to", "subject", "body")
+        return [dict(zip(keys, row, strict=True)) for row in rows]
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+    def _insert(self, to: str, subject: str, body: str, thread_id: str | None) -> int:
+        sent_at = datetime.now(UTC).isoformat(timespec="seconds")
+        with self._lock:
+            conn = self._connection()
+            with conn:
+                cursor = conn.execute(
+                    "INSERT INTO outbox (thread_id, to_address, subject, body, sent_at)"
+                    " VALUES (?, ?, ?, ?, ?)",
+                    (thread_id, to, subject, body, sent_at),
+                )
+            return int(cursor.lastrowid or 0)
+
+    def _connection(self) -> sqlite3.Connection:
+        if self._conn is None:
+            conn = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
+            if self.path != ":memory:":
+                conn.execute("PRAGMA journal_mode=WAL")
+            conn.executescript(_SCHEMA)
+            conn.commit()
+            self._conn = conn
+        return self._conn

@@ -1,0 +1,299 @@
+"""The reviewed-chat REST API (seed 000): ``POST /hitl/chat``, ``POST /hitl/review``.
+
+Both answer a ``ChatTurn`` as JSON: ``{"thread_id", "reply", "pending_review", "messages"}``.
+``thread_id`` is the A2A ``contextId`` of the same conversation. Status codes follow the seed:
+
+* 422: the body's shape (pydantic: ``ChatRequest`` / ``ReviewRequest``), with FastAPI's
+  ``{"detail": [{"type", "loc", "msg"}]}``; e.g. ``decisions`` empty, a decision that is not an
+  object, a ``type`` outside approve/edit/reject/respond, an ``edited_action`` without a text
+  ``name`` or an object ``args``;
+* 400: a review error with its message as ``detail`` (``NoPendingReviewError``,
+  ``ReviewPendingError``, ``InvalidReviewDecisionError``: the count, a type the action does not
+  allow, ``edit`` without ``edited_action``, ``args`` failing the tool's ``args_schema``); other
+  bad requests (an unknown ``agent_id``, a thread of another agent) are 400 too;
+* 409: the thread is busy (a turn is running) or otherwise cannot take a message.
+
+Texts follow the request's ``Accept-Language`` (``id`` or ``en``), else ``$LLAMON_LANGUAGE``.
+``GET /hitl/openapi.json`` is the OpenAPI 3.1 document of both endpoints.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Annotated, Any, Literal
+
+import orjson
+from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError
+from pydantic.json_schema import models_json_schema
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from ..agent import Agent
+from ..errors import A2AError, ReviewError, TaskNotFoundError, UnsupportedOperationError
+from ..review.catalog import language_of
+from ..review.chat import ReviewedChatUseCase
+
+__all__ = [
+    "CHAT_AGENT",
+    "ChatRequest",
+    "ReviewRequest",
+    "default_chat_agent",
+    "hitl_routes",
+    "openapi_document",
+]
+
+log = logging.getLogger(__name__)
+
+#: the agent ``/hitl/chat`` talks to when neither the request nor ``create_app`` names one
+CHAT_AGENT = "email-assistant"
+_MAX_BODY = 1024 * 1024
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class ChatRequest(_Body):
+    """``POST /hitl/chat``: a user message, on a new thread when ``thread_id`` is null."""
+
+    message: Annotated[StrictStr, Field(min_length=1)]
+    thread_id: StrictStr | None = None
+    agent_id: StrictStr | None = None
+
+
+class EditedAction(_Body):
+    name: StrictStr
+    args: dict[str, Any]
+
+
+class ApproveDecision(_Body):
+    type: Literal["approve"]
+
+
+class EditDecision(_Body):
+    type: Literal["edit"]
+    edited_action: EditedAction | None = None
+
+
+class RejectDecision(_Body):
+    type: Literal["reject"]
+    message: StrictStr | None = None
+
+
+class RespondDecision(_Body):
+    type: Literal["respond"]
+    message: StrictStr | None = None
+
+
+Decision = Annotated[
+    ApproveDecision | EditDecision | RejectDecision | RespondDecision,
+    Field(discriminator="type"),
+]
+
+
+class ReviewRequest(_Body):
+    """``POST /hitl/review``: one decision per pending action, in order (seed 000)."""
+
+    thread_id: StrictStr
+    decisions: Annotated[list[Decision], Field(min_length=1)]
+
+
+# ----------------------------------------------------------------------------- documented replies
+
+
+class ActionRequestOut(BaseModel):
+    name: str
+    args: dict[str, Any]
+    description: str
+
+
+class ReviewConfigOut(BaseModel):
+    action_name: str
+    allowed_decisions: list[Literal["approve", "edit", "reject", "respond"]]
+    args_schema: dict[str, Any] | None = Field(
+        default=None, description="present only when the tool's policy gives one"
+    )
+
+
+class PendingReviewOut(BaseModel):
+    action_requests: list[ActionRequestOut]
+    review_configs: list[ReviewConfigOut]
+
+
+class ToolCallOut(BaseModel):
+    id: str | None
+    name: str
+    args: dict[str, Any]
+
+
+class ChatMessageOut(BaseModel):
+    id: str | None
+    type: str = Field(description="human, ai, tool or system")
+    content: str
+    tool_calls: list[ToolCallOut] | None = Field(default=None, description="ai messages")
+    tool_call_id: str | None = Field(default=None, description="tool results")
+    name: str | None = Field(default=None, description="tool results: the tool")
+    status: Literal["success", "error"] | None = Field(default=None, description="tool results")
+
+
+class ChatTurnOut(BaseModel):
+    thread_id: str = Field(description="the A2A contextId of the conversation")
+    reply: str | None = Field(description="the agent's text; null while a review is pending")
+    pending_review: PendingReviewOut | None
+    messages: list[ChatMessageOut]
+
+
+class ErrorOut(BaseModel):
+    detail: str
+
+
+class ValidationIssueOut(BaseModel):
+    type: str
+    loc: list[str | int]
+    msg: str
+
+
+class ValidationErrorOut(BaseModel):
+    detail: list[ValidationIssueOut]
+
+
+# ----------------------------------------------------------------------------- routes
+
+
+def default_chat_agent(agents: Sequence[Agent]) -> str:
+    ids = [a.id for a in agents]
+    return CHAT_AGENT if CHAT_AGENT in ids else ids[0]
+
+
+def _json(body: Any, status: int = 200) -> Response:
+    return Response(
+        orjson.dumps(body, default=str), status_code=status, media_type="application/json"
+    )
+
+
+def _invalid(exc: ValidationError) -> Response:
+    issues = [
+        {"type": e["type"], "loc": ["body", *e["loc"]], "msg": e["msg"]}
+        for e in exc.errors(include_url=False, include_context=False, include_input=False)
+    ]
+    return _json({"detail": issues}, 422)
+
+
+def _failure(exc: A2AError) -> Response:
+    if isinstance(exc, ReviewError):
+        return _json({"detail": exc.message}, exc.http_status)
+    if isinstance(exc, TaskNotFoundError):
+        return _json({"detail": exc.message}, 404)
+    if isinstance(exc, UnsupportedOperationError):
+        return _json({"detail": exc.message}, 409)
+    if exc.code == -32603:
+        return _json({"detail": exc.message}, 500)
+    return _json({"detail": exc.message}, 400)
+
+
+async def _body(request: Request, model: type[_Body]) -> _Body | Response:
+    raw = await request.body()
+    if len(raw) > _MAX_BODY:
+        return _json({"detail": "Payload too large"}, 413)
+    try:
+        return model.model_validate_json(raw or b"null")
+    except ValidationError as exc:
+        return _invalid(exc)
+
+
+def hitl_routes(chat_agent: str) -> list[Route]:
+    """The REST routes; the app's ``state.manager`` is the ``TaskManager`` they use."""
+
+    def use_case(request: Request) -> ReviewedChatUseCase:
+        return ReviewedChatUseCase(request.app.state.manager, chat_agent)
+
+    async def chat(request: Request) -> Response:
+        body = await _body(request, ChatRequest)
+        if isinstance(body, Response):
+            return body
+        assert isinstance(body, ChatRequest)
+        language = language_of(request.headers.get("accept-language"))
+        try:
+            turn = await use_case(request).send_message(
+                body.message, body.thread_id, agent_id=body.agent_id, language=language
+            )
+        except A2AError as exc:
+            return _failure(exc)
+        return _json(turn.to_dict())
+
+    async def review(request: Request) -> Response:
+        body = await _body(request, ReviewRequest)
+        if isinstance(body, Response):
+            return body
+        assert isinstance(body, ReviewRequest)
+        language = language_of(request.headers.get("accept-language"))
+        decisions = [d.model_dump(exclude_none=True) for d in body.decisions]
+        try:
+            turn = await use_case(request).submit_review(
+                decisions, body.thread_id, language=language
+            )
+        except A2AError as exc:
+            return _failure(exc)
+        return _json(turn.to_dict())
+
+    async def openapi(request: Request) -> Response:
+        return _json(openapi_document())
+
+    return [
+        Route("/hitl/chat", chat, methods=["POST"]),
+        Route("/hitl/review", review, methods=["POST"]),
+        Route("/hitl/openapi.json", openapi, methods=["GET"]),
+    ]
+
+
+def openapi_document() -> dict[str, Any]:
+    """OpenAPI 3.1 for ``POST /hitl/chat`` and ``POST /hitl/review``."""
+    models: list[type[BaseModel]] = [
+        ChatRequest, ReviewRequest, ChatTurnOut, ErrorOut, ValidationErrorOut
+    ]
+    refs, definitions = models_json_schema(
+        [(m, "validation") for m in models], ref_template="#/components/schemas/{model}"
+    )
+    ref = {m.__name__: refs[(m, "validation")] for m in models}
+
+    def content(name: str) -> dict[str, Any]:
+        return {"application/json": {"schema": ref[name]}}
+
+    def responses(description: str) -> dict[str, Any]:
+        return {
+            "200": {"description": description, "content": content("ChatTurnOut")},
+            "400": {"description": "a review error or a bad request; the text is `detail`",
+                    "content": content("ErrorOut")},
+            "409": {"description": "the thread is busy", "content": content("ErrorOut")},
+            "422": {"description": "the body's shape", "content": content("ValidationErrorOut")},
+        }
+
+    language = {
+        "name": "Accept-Language", "in": "header", "required": False,
+        "description": "`id` for seed 000's Indonesian texts, else English "
+        "(default: $LLAMON_LANGUAGE)",
+        "schema": {"type": "string"},
+    }
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "llamon-agent reviewed chat", "version": "1.0.0"},
+        "paths": {
+            "/hitl/chat": {"post": {
+                "summary": "Send a chat message (400 ReviewPendingError while actions wait)",
+                "operationId": "chat",
+                "parameters": [language],
+                "requestBody": {"required": True, "content": content("ChatRequest")},
+                "responses": responses("the turn: a reply, or the actions awaiting approval"),
+            }},
+            "/hitl/review": {"post": {
+                "summary": "Decide the pending actions: one decision per action, in order",
+                "operationId": "review",
+                "parameters": [language],
+                "requestBody": {"required": True, "content": content("ReviewRequest")},
+                "responses": responses("the turn after the decisions were applied"),
+            }},
+        },
+        "components": {"schemas": definitions.get("$defs", {})},
+    }
