@@ -6,6 +6,7 @@ from llamon_agent import Agent
 
 from .assistant import email_assistant
 from .nodes import configured_model, document_review_graph, until_done_graph
+from .orchestrator import FINALIZE, LOAN, RISK
 
 AGENTS = [
     Agent(
@@ -41,4 +42,7 @@ AGENTS = [
         ],
     ),
     email_assistant(),
+    LOAN,
+    RISK,
+    FINALIZE,
 ]

@@ -34,6 +34,7 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack
 from typing import Any
 
+import httpx
 from langgraph.types import Command
 
 from ..a2a.types import (
@@ -60,14 +61,27 @@ from ..errors import (
 )
 from ..review import catalog
 from ..review.policy import parse_wire_override
+from ..reviewer.node import TaskRejected, is_review_wait
+from ..reviewer.port import HumanReviewPort, Review, ReviewNotFoundError
 from ..stores.base import StoredTask
 from ..stores.storage import Storage
 from . import messages
 from .answers import answers_in, carries_decisions, graph_input, is_review, review_resume
-from .events import Event, EventHub
+from .children import Children
+from .events import Event, EventHub, EventLog
 from .hitl_graph import public_payload, resume_value
 from .runner import run_turn
-from .turn import Ending, Pending, ServedAgent, Turn, config_for, ending_of, failure_message
+from .turn import (
+    Ending,
+    Pending,
+    ServedAgent,
+    Turn,
+    config_for,
+    ending_of,
+    failure_message,
+    rejection_message,
+    waiting_message,
+)
 
 __all__ = ["OUTPUT_MODES", "TaskManager"]
 
@@ -101,7 +115,8 @@ class TaskManager:
     """Owns every turn: an async context manager whose task group holds the runs."""
 
     def __init__(
-        self, agents: Sequence[Agent], storage: Storage, *, shutdown_grace: float = 10.0
+        self, agents: Sequence[Agent], storage: Storage, *, shutdown_grace: float = 10.0,
+        reviews: HumanReviewPort | None = None, review_wait: float = 5.0,
     ) -> None:
         if not agents:
             raise ValueError("serve at least one agent")
@@ -118,6 +133,9 @@ class TaskManager:
         self._stack = AsyncExitStack()
         self._group: asyncio.TaskGroup | None = None
         self._shutdown_grace = shutdown_grace
+        self._reviews = reviews
+        self._review_wait = review_wait
+        self._http: httpx.AsyncClient | None = None  # for remote children of orchestrators
 
     @property
     def agents(self) -> list[Agent]:
@@ -128,7 +146,10 @@ class TaskManager:
             self._served[agent.id] = ServedAgent(
                 agent, agent.compile(self._storage.checkpointer), agent.input_keys()
             )
+        self._http = await self._stack.enter_async_context(httpx.AsyncClient(timeout=60))
         self._group = await self._stack.enter_async_context(asyncio.TaskGroup())
+        if self._reviews is not None:
+            self._reviews.on_decision(self._on_review_decision)
         await self._recover()
         return self
 
@@ -176,7 +197,25 @@ class TaskManager:
         history_length = params.configuration.history_length if params.configuration else None
         if turn.blocking:
             await turn.done.wait()
+            if turn.parked:  # waiting for a reviewer: wait a bounded time for the end
+                await self._settled(turn, self._review_wait)
+                return _wire_task(await self._load(turn.record.id) or turn.record, history_length)
         return _wire_task(turn.record, history_length)
+
+    async def _settled(self, turn: Turn, timeout: float) -> None:
+        """Wait until the task's event log publishes a final event, at most ``timeout``."""
+        subscription = turn.log.subscribe()
+
+        async def drain() -> None:
+            async for _ in subscription:
+                pass
+
+        try:
+            await asyncio.wait_for(drain(), timeout)
+        except TimeoutError:
+            pass
+        finally:
+            subscription.close()
 
     async def stream(
         self, params: MessageSendParams, *, language: str | None = None
@@ -419,7 +458,8 @@ class TaskManager:
     def _finish(self, turn: Turn) -> None:
         self._live.pop(turn.record.id, None)
         self._release(turn.record.context_id, turn)
-        turn.log.close()
+        if not turn.parked:  # a parked task's stream waits for the reviewer's turn
+            turn.log.close()
         turn.done.set()
 
     async def _run(self, turn: Turn) -> None:
@@ -430,7 +470,7 @@ class TaskManager:
                 outcome = await run_turn(
                     turn.served.graph,
                     turn.graph_input,
-                    config_for(record.context_id, turn.settings or _settings(record)),
+                    config_for(record.context_id, self._runtime_settings(turn)),
                     durability=turn.served.agent.durability,
                     on_progress=lambda chunk: self._progress(turn, chunk),
                 )
@@ -439,6 +479,8 @@ class TaskManager:
                 if not turn.canceled:
                     raise
                 ending = Ending("canceled")
+            except TaskRejected as exc:
+                ending = Ending("rejected", rejection_message(exc.message, record))
             except Exception as exc:
                 log.exception("task %s failed", record.id)
                 ending = Ending("failed", failure_message(exc, record))
@@ -473,14 +515,64 @@ class TaskManager:
                 append=False, last_chunk=True,
             ))
         events.append(TaskStatusUpdateEvent.model_construct(
-            task_id=record.id, context_id=record.context_id, status=record.task.status, final=True
+            task_id=record.id, context_id=record.context_id, status=record.task.status,
+            final=ending.final,
         ))
+        turn.parked = ending.parked
         first = record.event_seq + 1
         record.event_seq += len(events)  # the stored task knows the ids of its final events
         await self._store.save(record)
         turn.log.snapshot = record.task
         for offset, payload in enumerate(events):
-            turn.log.publish(first + offset, payload, final=offset == len(events) - 1)
+            last = offset == len(events) - 1
+            turn.log.publish(first + offset, payload, final=last and ending.final)
+
+    def _runtime_settings(self, turn: Turn) -> dict[str, Any]:
+        """``configurable["llamon"]`` of a run: the request's settings plus what nodes use to
+        reach the server (the review port, the children of an orchestrator)."""
+        record, served = turn.record, turn.served
+        assert self._http is not None
+        children = Children(served.agent, set(self._served), self._send_child, self._http)
+        return {
+            **(turn.settings or _settings(record)),
+            "task_id": record.id,
+            "agent_id": served.agent.id,
+            "reviews": self._reviews,
+            "children": children,
+        }
+
+    async def _send_child(self, params: MessageSendParams) -> Task:
+        return await self.send(params)
+
+    # ------------------------------------------------------------------ reviewer decisions
+
+    async def _on_review_decision(self, review: Review) -> None:
+        """A reviewer decided through the port: resume the task that waits for it."""
+        record = await self._load(review.task_id)
+        if record is None or record.state != "working" or review.decision is None:
+            log.warning("review %s decided but task %s is not waiting for it", review.id,
+                        review.task_id)
+            return
+        waiting = next(
+            (p for p in await self._pending(self._served[record.agent_id], record)
+             if is_review_wait(p.value) and p.value.get("review_id") == review.id),
+            None,
+        )
+        if waiting is None:
+            log.warning("task %s does not wait for review %s", record.id, review.id)
+            return
+        self._claim(record.context_id)
+        try:
+            record.extra.pop(_PENDING, None)
+            record.pending_interrupt = None
+            served = self._served[record.agent_id]
+            events = self._hub.get(record.id) or self._hub.open(record.id, record.event_seq)
+            turn = Turn(record, served, Command(resume={waiting.id: review.decision.to_json()}),
+                        events, blocking=False)
+        except BaseException:
+            self._release(record.context_id, None)
+            raise
+        await self._start(turn)
 
     async def _progress(self, turn: Turn, chunk: Any) -> None:
         """``get_stream_writer()`` output: a ``working`` status update, not persisted."""
@@ -593,6 +685,11 @@ class TaskManager:
             if served is not None:
                 snapshot = await served.graph.aget_state(config_for(record.context_id))  # type: ignore[arg-type]
             events = self._hub.open(record.id, record.event_seq)
+            if served is not None and snapshot is not None and snapshot.interrupts and is_review_wait(
+                snapshot.interrupts[0].value
+            ):
+                await self._recover_review(record, served, snapshot.interrupts, events)
+                continue
             if served is not None and snapshot is not None and snapshot.next and not snapshot.interrupts:
                 self._claim(record.context_id)
                 await self._start(Turn(record, served, None, events, blocking=False))
@@ -614,6 +711,25 @@ class TaskManager:
                 await self._end(turn, Ending("failed", note))
             turn.log.close()
 
+
+    async def _recover_review(
+        self, record: StoredTask, served: ServedAgent, interrupts: Sequence[Any], events: EventLog
+    ) -> None:
+        """A task that waits for a reviewer stays ``working``; a decision taken while the
+        server was down is applied now."""
+        pending = tuple(Pending(i.id, i.value) for i in interrupts)
+        turn = Turn(record, served, None, events, runs=False)
+        await self._end(turn, Ending("working", waiting_message(pending[0].value, record),
+                                     pending=pending, final=False))
+        review_id = pending[0].value.get("review_id")
+        if self._reviews is None or not isinstance(review_id, str):
+            return
+        try:
+            review = await self._reviews.get(review_id)
+        except ReviewNotFoundError:
+            return
+        if review.status == "decided":
+            await self._on_review_decision(review)
 
 def _added_reviews(params: MessageSendParams) -> dict[str, Any]:
     """Tool reviews the client adds for this task: ``interruptOn`` in the message's or the

@@ -9,15 +9,19 @@ from typing import Any
 import orjson
 from langgraph.pregel import Pregel
 
-from ..a2a.types import Artifact, Message, TextPart
+from ..a2a.types import Artifact, DataPart, Message, Part, TextPart
 from ..agent import Agent
 from ..errors import InvalidAgentResponseError
+from ..reviewer.node import is_review_wait
 from ..stores.base import StoredTask
 from . import messages
 from .events import EventLog, Subscription
 from .runner import TurnOutcome
 
-__all__ = ["Ending", "Pending", "ServedAgent", "Turn", "config_for", "ending_of", "failure_message"]
+__all__ = [
+    "Ending", "Pending", "ServedAgent", "Turn", "config_for", "ending_of", "failure_message",
+    "rejection_message", "waiting_message",
+]
 
 
 @dataclass
@@ -54,6 +58,7 @@ class Turn:
     runner: asyncio.Task[None] | None = None
     canceled: bool = False
     subscription: Subscription | None = None
+    parked: bool = False  # the turn ended waiting for a reviewer (task stays ``working``)
     settings: dict[str, Any] = field(default_factory=dict)  # config_for's ``llamon`` entry
 
     @property
@@ -64,10 +69,18 @@ class Turn:
 
 @dataclass(frozen=True)
 class Ending:
+    """How a turn ends. ``final`` is false only for a task parked in ``working`` while a
+    reviewer decides (its stream stays open; the reviewer's decision starts the next turn)."""
+
     state: str
     message: Message | None = None
     artifact: Artifact | None = None
     pending: tuple[Pending, ...] = ()
+    final: bool = True
+
+    @property
+    def parked(self) -> bool:
+        return not self.final
 
 
 def config_for(context_id: str, settings: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -90,6 +103,8 @@ def ending_of(outcome: TurnOutcome, record: StoredTask, language: str | None = N
                 f"Invalid agent response: the question is not JSON ({exc})"
             ) from exc
         asked = pending[0]
+        if is_review_wait(asked.value):
+            return Ending("working", waiting_message(asked.value, record), pending=pending, final=False)
         question = messages.question_message(
             asked.value, asked.id, record.id, record.context_id, language=language
         )
@@ -101,6 +116,20 @@ def ending_of(outcome: TurnOutcome, record: StoredTask, language: str | None = N
             [TextPart.model_construct(kind="text", text="\n\n".join(outcome.texts))], record.id, record.context_id
         )
     return Ending("completed", reply, artifact)
+
+
+def waiting_message(value: dict[str, Any], record: StoredTask) -> Message:
+    parts: list[Part] = [
+        TextPart.model_construct(kind="text", text="A reviewer is checking the answer."),
+        DataPart.model_construct(kind="data", data={"review": {"id": value.get("review_id")}}),
+    ]
+    return messages.agent_message(parts, record.id, record.context_id)
+
+
+def rejection_message(reason: str, record: StoredTask) -> Message:
+    return messages.agent_message(
+        [TextPart.model_construct(kind="text", text=reason)], record.id, record.context_id
+    )
 
 
 def failure_message(exc: BaseException, record: StoredTask) -> Message:

@@ -20,6 +20,7 @@ from starlette.routing import Route
 from ..agent import Agent
 from ..errors import A2AError, InternalError
 from ..review.catalog import language_of
+from ..reviewer.port import HumanReviewPort, InMemoryReviewPort
 from ..runtime.events import Event
 from ..runtime.tasks import TaskManager
 from ..stores.base import TaskStore
@@ -27,6 +28,7 @@ from ..stores.storage import Storage, open_storage
 from . import jsonrpc
 from .card import CardSource, build_card, load_card
 from .hitl_rest import default_chat_agent, hitl_routes
+from .reviews_rest import review_routes
 
 __all__ = ["DEFAULT_DB", "create_app"]
 
@@ -52,6 +54,9 @@ def create_app(
     max_body_bytes: int = 10 * 1024 * 1024,
     shutdown_grace: float = 5.0,
     chat_agent: str | None = None,
+    reviews: HumanReviewPort | None = None,
+    reviewer_token: str | None = None,
+    review_wait: float = 5.0,
 ) -> Starlette:
     """Serve ``agents`` (the first is the default) on one JSON-RPC endpoint at ``/``.
 
@@ -65,6 +70,13 @@ def create_app(
     The reviewed-chat REST API (``POST /hitl/chat``, ``POST /hitl/review``, its OpenAPI document
     at ``GET /hitl/openapi.json``) talks to ``chat_agent`` when a request names no agent
     (default: the agent ``email-assistant`` when served, else the first agent).
+
+    Human review (``HumanReviewPort``): drafts wait in ``reviews`` (default: the storage's
+    port, in the same SQLite file) and reviewers decide through ``GET /reviews``,
+    ``GET /reviews/{id}`` and ``POST /reviews/{id}/decision`` with ``Authorization: Bearer
+    <reviewer_token>`` (default ``$LLAMON_REVIEWER_TOKEN``; with none the endpoints are off).
+    A blocking ``message/send`` whose task waits for a reviewer returns after ``review_wait``
+    seconds with the task ``working``.
     """
     agents = list(agents)
     if not agents or not all(isinstance(a, Agent) for a in agents):
@@ -78,18 +90,24 @@ def create_app(
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         if task_store is not None and checkpointer is not None:
-            async with TaskManager(
-                agents, Storage(task_store, checkpointer), shutdown_grace=shutdown_grace
-            ) as manager:
-                app.state.manager = manager
+            given = Storage(task_store, checkpointer, reviews or InMemoryReviewPort())
+            async with _manager(given) as manager:
+                app.state.manager, app.state.reviews = manager, given.reviews
                 yield
             return
         async with (
             open_storage(db or os.environ.get("LLAMON_DB") or DEFAULT_DB) as storage,
-            TaskManager(agents, storage, shutdown_grace=shutdown_grace) as manager,
+            _manager(storage) as manager,
         ):
             app.state.manager = manager
+            app.state.reviews = reviews or storage.reviews
             yield
+
+    def _manager(storage: Storage) -> TaskManager:
+        return TaskManager(
+            agents, storage, shutdown_grace=shutdown_grace,
+            reviews=reviews or storage.reviews, review_wait=review_wait,
+        )
 
     async def agent_card(request: Request) -> Response:
         url = public_url or str(request.base_url)
@@ -119,6 +137,7 @@ def create_app(
         Route("/.well-known/agent-card.json", agent_card, methods=["GET"]),
         Route("/.well-known/agent.json", agent_card, methods=["GET"]),
         *hitl_routes(chat_agent or default_chat_agent(agents)),
+        *review_routes(reviewer_token or os.environ.get("LLAMON_REVIEWER_TOKEN")),
     ]
     return Starlette(routes=routes, lifespan=lifespan)
 

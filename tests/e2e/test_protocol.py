@@ -671,7 +671,9 @@ async def test_agent_card(client: A2AClient, path: str) -> None:
     assert card.get("supportsAuthenticatedExtendedCard", False) is False
     assert set(card["defaultOutputModes"]) <= set(OUTPUT_MODES)
     assert card["defaultOutputModes"]
-    assert [s["id"] for s in card["skills"]] == ["document-review", "until-done", "email-assistant"]
+    assert [s["id"] for s in card["skills"]] == [
+        "document-review", "until-done", "email-assistant", "loan", "risk", "finalize"
+    ]
 
 
 async def test_both_card_paths_serve_the_same_card(client: A2AClient) -> None:

@@ -1,0 +1,221 @@
+"""``HumanReviewPort``: drafts wait here until an authenticated reviewer decides (seed 004).
+
+Distinct from a requester answering a question: the requester's task waits in ``working`` and
+only a decision made through this port (the reviewer endpoints, or the Python API) moves it on.
+Nothing that arrives inside an A2A message can reach ``decide``.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal, Protocol
+
+import orjson
+
+from ..errors import LlamonError
+from ..runtime.messages import now
+
+__all__ = [
+    "Decision",
+    "HumanReviewPort",
+    "InMemoryReviewPort",
+    "Review",
+    "ReviewClosedError",
+    "ReviewNotFoundError",
+    "SQLiteReviewPort",
+]
+
+DecisionType = Literal["approve", "edit", "reject"]
+Listener = Callable[["Review"], Awaitable[None]]
+
+
+class ReviewNotFoundError(LlamonError):
+    """No review with that id."""
+
+
+class ReviewClosedError(LlamonError):
+    """The review was already decided."""
+
+
+@dataclass(frozen=True)
+class Decision:
+    type: DecisionType
+    edited: Any = None
+    message: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"type": self.type, "edited": self.edited, "message": self.message}
+
+
+@dataclass(frozen=True)
+class Review:
+    id: str
+    task_id: str
+    context_id: str
+    agent_id: str
+    draft: Any
+    status: Literal["pending", "decided"] = "pending"
+    decision: Decision | None = None
+    created: str = field(default_factory=now)
+    decided: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "taskId": self.task_id,
+            "contextId": self.context_id,
+            "agentId": self.agent_id,
+            "draft": self.draft,
+            "status": self.status,
+            "decision": self.decision.to_json() if self.decision else None,
+            "created": self.created,
+            "decided": self.decided,
+        }
+
+
+class HumanReviewPort(Protocol):
+    """Where drafts wait for a reviewer. ``submit`` is idempotent per task: a node that runs
+    again after a restart finds its review instead of opening a second one."""
+
+    async def submit(self, *, task_id: str, context_id: str, agent_id: str, draft: Any) -> Review: ...
+
+    async def get(self, review_id: str) -> Review: ...
+
+    async def pending(self) -> list[Review]: ...
+
+    async def decide(self, review_id: str, decision: Decision) -> Review: ...
+
+    def on_decision(self, listener: Listener) -> None:
+        """Called after every decision (the runtime resumes the waiting task)."""
+        ...
+
+
+class _Notifying:
+    def __init__(self) -> None:
+        self._listeners: list[Listener] = []
+
+    def on_decision(self, listener: Listener) -> None:
+        self._listeners.append(listener)
+
+    async def _notify(self, review: Review) -> None:
+        for listener in self._listeners:
+            await listener(review)
+
+
+class InMemoryReviewPort(_Notifying):
+    def __init__(self) -> None:
+        super().__init__()
+        self._reviews: dict[str, Review] = {}
+        self._by_task: dict[str, str] = {}
+
+    async def submit(self, *, task_id: str, context_id: str, agent_id: str, draft: Any) -> Review:
+        existing = self._by_task.get(task_id)
+        if existing is not None and self._reviews[existing].status == "pending":
+            return self._reviews[existing]
+        review = Review(str(uuid.uuid4()), task_id, context_id, agent_id, draft)
+        self._reviews[review.id] = review
+        self._by_task[task_id] = review.id
+        return review
+
+    async def get(self, review_id: str) -> Review:
+        try:
+            return self._reviews[review_id]
+        except KeyError:
+            raise ReviewNotFoundError(review_id) from None
+
+    async def pending(self) -> list[Review]:
+        return [r for r in self._reviews.values() if r.status == "pending"]
+
+    async def decide(self, review_id: str, decision: Decision) -> Review:
+        review = await self.get(review_id)
+        if review.status != "pending":
+            raise ReviewClosedError(review_id)
+        review = replace(review, status="decided", decision=decision, decided=now())
+        self._reviews[review_id] = review
+        await self._notify(review)
+        return review
+
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS llamon_reviews (
+    id TEXT PRIMARY KEY,
+    task_id TEXT NOT NULL,
+    context_id TEXT NOT NULL,
+    agent_id TEXT NOT NULL,
+    draft BLOB NOT NULL,
+    status TEXT NOT NULL,
+    decision BLOB,
+    created TEXT NOT NULL,
+    decided TEXT
+);
+CREATE INDEX IF NOT EXISTS llamon_reviews_task ON llamon_reviews (task_id, status);
+CREATE INDEX IF NOT EXISTS llamon_reviews_status ON llamon_reviews (status);
+"""
+_COLUMNS = "id, task_id, context_id, agent_id, draft, status, decision, created, decided"
+
+
+def _row(row: tuple[Any, ...]) -> Review:
+    decision = orjson.loads(row[6]) if row[6] else None
+    return Review(
+        id=row[0], task_id=row[1], context_id=row[2], agent_id=row[3],
+        draft=orjson.loads(row[4]), status=row[5],
+        decision=Decision(**decision) if decision else None, created=row[7], decided=row[8],
+    )
+
+
+class SQLiteReviewPort(_Notifying):
+    """Reviews in the server's SQLite file, so a waiting review survives a restart."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        super().__init__()
+        self._conn = conn
+        conn.executescript(_SCHEMA)
+        conn.commit()
+
+    async def submit(self, *, task_id: str, context_id: str, agent_id: str, draft: Any) -> Review:
+        row = self._conn.execute(
+            f"SELECT {_COLUMNS} FROM llamon_reviews WHERE task_id = ? AND status = 'pending'",
+            (task_id,),
+        ).fetchone()
+        if row is not None:
+            return _row(row)
+        review = Review(str(uuid.uuid4()), task_id, context_id, agent_id, draft)
+        with self._conn:
+            self._conn.execute(
+                f"INSERT INTO llamon_reviews ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (review.id, task_id, context_id, agent_id, orjson.dumps(draft), "pending",
+                 None, review.created, None),
+            )
+        return review
+
+    async def get(self, review_id: str) -> Review:
+        row = self._conn.execute(
+            f"SELECT {_COLUMNS} FROM llamon_reviews WHERE id = ?", (review_id,)
+        ).fetchone()
+        if row is None:
+            raise ReviewNotFoundError(review_id)
+        return _row(row)
+
+    async def pending(self) -> list[Review]:
+        rows = self._conn.execute(
+            f"SELECT {_COLUMNS} FROM llamon_reviews WHERE status = 'pending' ORDER BY created"
+        ).fetchall()
+        return [_row(r) for r in rows]
+
+    async def decide(self, review_id: str, decision: Decision) -> Review:
+        decided = now()
+        with self._conn:
+            cur = self._conn.execute(
+                "UPDATE llamon_reviews SET status = 'decided', decision = ?, decided = ?"
+                " WHERE id = ? AND status = 'pending'",
+                (orjson.dumps(decision.to_json()), decided, review_id),
+            )
+        if cur.rowcount == 0:
+            await self.get(review_id)  # raises when it does not exist
+            raise ReviewClosedError(review_id)
+        review = await self.get(review_id)
+        await self._notify(review)
+        return review

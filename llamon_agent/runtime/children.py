@@ -1,0 +1,59 @@
+"""How an orchestrator's ``ctx.call`` reaches a child: the same server, or a remote A2A agent."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import httpx
+
+from ..a2a.types import Message, MessageSendParams, Task
+from ..agent import Agent
+from ..client import A2AClient, A2AClientError, user_message
+from ..errors import A2AError
+from ..orchestrator.children import ChildFailedError, RemoteAgent
+
+__all__ = ["Children"]
+
+SendLocal = Callable[[MessageSendParams], Awaitable[Task]]
+
+
+class Children:
+    """The ``ChildCaller`` of one orchestrator: its declared remote children over A2A (sharing
+    the server's HTTP client), any other agent of this server in process (no HTTP hop)."""
+
+    def __init__(
+        self, caller: Agent, local: set[str], send_local: SendLocal, http: httpx.AsyncClient
+    ) -> None:
+        self._remote: dict[str, RemoteAgent] = dict(getattr(caller, "remote_children", {}))
+        self._caller = caller.id
+        self._local = local
+        self._send_local = send_local
+        self._http = http
+
+    async def call(
+        self, child: str, context_id: str, *, text: str | None, data: dict[str, Any] | None
+    ) -> Task:
+        message = user_message(text or "", context_id=context_id, data=data)
+        if child in self._remote:
+            return await self._call_remote(self._remote[child], message)
+        if child in self._local and child != self._caller:
+            try:
+                return await self._send_local(
+                    MessageSendParams(message=message, metadata={"agentId": child})
+                )
+            except A2AError as exc:
+                raise ChildFailedError(f"child {child!r} refused the message: {exc.message}") from exc
+        raise ChildFailedError(
+            f"unknown child {child!r}: not an agent of this server nor a declared RemoteAgent"
+        )
+
+    async def _call_remote(self, child: RemoteAgent, message: Message) -> Task:
+        client = A2AClient(child.url, http=self._http, agent_id=child.agent_id)
+        try:
+            result = await client.send(message)
+        except A2AClientError as exc:
+            raise ChildFailedError(f"remote child {child.id!r} at {child.url} failed: {exc}") from exc
+        if not isinstance(result, Task):
+            raise ChildFailedError(f"remote child {child.id!r} answered a message, not a task")
+        return result

@@ -1,0 +1,95 @@
+"""The reviewer endpoints of the ``HumanReviewPort``, behind a bearer token.
+
+``GET /reviews`` (pending), ``GET /reviews/{id}``, ``POST /reviews/{id}/decision`` with
+``{"type": "approve" | "edit" | "reject", "edited": <answer>?, "message": str?}``. Secure by
+default: with no token configured (``LLAMON_REVIEWER_TOKEN``) every endpoint answers 403; a
+missing or wrong token is 401.
+"""
+
+from __future__ import annotations
+
+import hmac
+from typing import Any, Literal
+
+import orjson
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from ..reviewer.port import Decision, HumanReviewPort, ReviewClosedError, ReviewNotFoundError
+
+__all__ = ["review_routes"]
+
+
+class DecisionBody(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    type: Literal["approve", "edit", "reject"]
+    edited: Any = None
+    message: str | None = None
+
+    @model_validator(mode="after")
+    def _edit_needs_answer(self) -> DecisionBody:
+        if self.type == "edit" and "edited" not in self.model_fields_set:
+            raise ValueError("an 'edit' decision needs 'edited' (the corrected answer)")
+        return self
+
+
+def _json(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
+    return Response(orjson.dumps(body), status_code=status, media_type="application/json",
+                    headers=headers)
+
+
+def review_routes(token: str | None) -> list[Route]:
+    """The routes; the port is the one the app's lifespan opened (``app.state.reviews``)."""
+
+    def port_of(request: Request) -> HumanReviewPort:
+        return request.app.state.reviews
+
+    def refused(request: Request) -> Response | None:
+        if not token:
+            return _json({"detail": "reviewer endpoints are disabled: no reviewer token is "
+                                    "configured (LLAMON_REVIEWER_TOKEN)"}, 403)
+        scheme, _, given = request.headers.get("authorization", "").partition(" ")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(given.encode(), token.encode()):
+            return _json({"detail": "a valid reviewer bearer token is required"}, 401,
+                         {"WWW-Authenticate": 'Bearer realm="llamon-reviewers"'})
+        return None
+
+    async def pending(request: Request) -> Response:
+        if (denied := refused(request)) is not None:
+            return denied
+        return _json({"reviews": [r.to_json() for r in await port_of(request).pending()]})
+
+    async def one(request: Request) -> Response:
+        if (denied := refused(request)) is not None:
+            return denied
+        try:
+            review = await port_of(request).get(request.path_params["review_id"])
+        except ReviewNotFoundError:
+            return _json({"detail": "review not found"}, 404)
+        return _json(review.to_json())
+
+    async def decide(request: Request) -> Response:
+        if (denied := refused(request)) is not None:
+            return denied
+        try:
+            body = DecisionBody.model_validate_json(await request.body())
+        except ValidationError as exc:
+            errors = [{"loc": list(e["loc"]), "msg": e["msg"]} for e in exc.errors(include_url=False)]
+            return _json({"detail": errors}, 422)
+        decision = Decision(type=body.type, edited=body.edited, message=body.message)
+        try:
+            review = await port_of(request).decide(request.path_params["review_id"], decision)
+        except ReviewNotFoundError:
+            return _json({"detail": "review not found"}, 404)
+        except ReviewClosedError:
+            return _json({"detail": "review already decided"}, 409)
+        return _json(review.to_json())
+
+    return [
+        Route("/reviews", pending, methods=["GET"]),
+        Route("/reviews/{review_id}", one, methods=["GET"]),
+        Route("/reviews/{review_id}/decision", decide, methods=["POST"]),
+    ]
