@@ -32,6 +32,7 @@ from .errors import (
     TaskNotFoundError,
     UnsupportedOperationError,
 )
+from .orchestrator import ChildResult, Orchestrator, RemoteAgent, TurnContext
 from .review import (
     ALLOWED_DECISIONS,
     NO_DECISION,
@@ -44,6 +45,15 @@ from .review import (
     validate_decisions,
 )
 from .review.chat import ChatTurn, ReviewedChatUseCase
+from .reviewer import (
+    Decision,
+    HumanReviewPort,
+    InMemoryReviewPort,
+    Review,
+    SQLiteReviewPort,
+    TaskRejected,
+    request_review,
+)
 from .server.app import create_app
 from .stores.base import StoredTask, TaskStore
 from .stores.memory import InMemoryTaskStore
@@ -64,11 +74,15 @@ __all__ = [
     "AgentCard",
     "AuthenticatedExtendedCardNotConfiguredError",
     "ChatTurn",
+    "ChildResult",
     "ContentTypeNotSupportedError",
+    "Decision",
     "EventStream",
     "HITLInterrupt",
     "HITLOption",
     "HITLQuestion",
+    "HumanReviewPort",
+    "InMemoryReviewPort",
     "InMemoryTaskStore",
     "InternalError",
     "InterruptOnConfig",
@@ -80,19 +94,25 @@ __all__ = [
     "LlamonError",
     "MethodNotFoundError",
     "NoPendingReviewError",
+    "Orchestrator",
     "PushNotificationNotSupportedError",
+    "RemoteAgent",
+    "Review",
     "ReviewError",
     "ReviewPendingError",
     "ReviewPolicy",
     "ReviewState",
     "ReviewedChatUseCase",
+    "SQLiteReviewPort",
     "SQLiteTaskStore",
     "Storage",
     "StoredTask",
     "StreamEvent",
     "TaskNotCancelableError",
     "TaskNotFoundError",
+    "TaskRejected",
     "TaskStore",
+    "TurnContext",
     "UnsupportedOperationError",
     "__version__",
     "answer_message",
@@ -100,6 +120,7 @@ __all__ = [
     "create_app",
     "open_storage",
     "question_of",
+    "request_review",
     "review_graph",
     "validate_decisions",
 ]
