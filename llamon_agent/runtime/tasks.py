@@ -339,7 +339,7 @@ class TaskManager:
         task_id = str(uuid.uuid4())
         inbound = message.model_copy(update={"task_id": task_id, "context_id": context_id})
         record = StoredTask(
-            task=Task.model_construct(
+            task=Task(
                 id=task_id, context_id=context_id, status=messages.status("submitted"),
                 history=[inbound],
             ),
@@ -510,11 +510,11 @@ class TaskManager:
         )
         events: list[WireModel] = []
         if ending.artifact is not None:
-            events.append(TaskArtifactUpdateEvent.model_construct(
+            events.append(TaskArtifactUpdateEvent(
                 task_id=record.id, context_id=record.context_id, artifact=ending.artifact,
                 append=False, last_chunk=True,
             ))
-        events.append(TaskStatusUpdateEvent.model_construct(
+        events.append(TaskStatusUpdateEvent(
             task_id=record.id, context_id=record.context_id, status=record.task.status,
             final=ending.final,
         ))
@@ -577,15 +577,15 @@ class TaskManager:
     async def _progress(self, turn: Turn, chunk: Any) -> None:
         """``get_stream_writer()`` output: a ``working`` status update, not persisted."""
         part = (
-            TextPart.model_construct(kind="text", text=chunk)
+            TextPart(kind="text", text=chunk)
             if isinstance(chunk, str)
-            else DataPart.model_construct(
+            else DataPart(
                 kind="data", data=chunk if isinstance(chunk, dict) else {"value": chunk}
             )
         )
         record = turn.record
         note = messages.agent_message([part], record.id, record.context_id)
-        event = TaskStatusUpdateEvent.model_construct(
+        event = TaskStatusUpdateEvent(
             task_id=record.id, context_id=record.context_id,
             status=messages.status("working", note), final=False,
         )
@@ -601,7 +601,7 @@ class TaskManager:
 
     async def _publish_status(self, turn: Turn, *, final: bool, save: bool) -> None:
         record = turn.record
-        event = TaskStatusUpdateEvent.model_construct(
+        event = TaskStatusUpdateEvent(
             task_id=record.id, context_id=record.context_id, status=record.task.status, final=final
         )
         await self._publish(turn, event, final=final, save=save)
@@ -662,7 +662,7 @@ class TaskManager:
         record = await self._store.get(task_id)
         if record is None:
             raise TaskNotFoundError(data={"taskId": task_id})
-        final = TaskStatusUpdateEvent.model_construct(
+        final = TaskStatusUpdateEvent(
             task_id=record.id, context_id=record.context_id, status=record.task.status,
             final=True,
         )
@@ -703,7 +703,7 @@ class TaskManager:
                 await self._end(turn, Ending("input-required", question, pending=pending))
             else:
                 note = messages.agent_message(
-                    [TextPart.model_construct(
+                    [TextPart(
                         kind="text", text="The server stopped while this task was running."
                     )],
                     record.id, record.context_id,

@@ -113,27 +113,27 @@ def ending_of(outcome: TurnOutcome, record: StoredTask, language: str | None = N
     reply = None
     if outcome.texts:
         reply = messages.agent_message(
-            [TextPart.model_construct(kind="text", text="\n\n".join(outcome.texts))], record.id, record.context_id
+            [TextPart(kind="text", text="\n\n".join(outcome.texts))], record.id, record.context_id
         )
     return Ending("completed", reply, artifact)
 
 
 def waiting_message(value: dict[str, Any], record: StoredTask) -> Message:
     parts: list[Part] = [
-        TextPart.model_construct(kind="text", text="A reviewer is checking the answer."),
-        DataPart.model_construct(kind="data", data={"review": {"id": value.get("review_id")}}),
+        TextPart(kind="text", text="A reviewer is checking the answer."),
+        DataPart(kind="data", data={"review": {"id": value.get("review_id")}}),
     ]
     return messages.agent_message(parts, record.id, record.context_id)
 
 
 def rejection_message(reason: str, record: StoredTask) -> Message:
     return messages.agent_message(
-        [TextPart.model_construct(kind="text", text=reason)], record.id, record.context_id
+        [TextPart(kind="text", text=reason)], record.id, record.context_id
     )
 
 
 def failure_message(exc: BaseException, record: StoredTask) -> Message:
     text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
     return messages.agent_message(
-        [TextPart.model_construct(kind="text", text=f"The agent failed: {text}")], record.id, record.context_id
+        [TextPart(kind="text", text=f"The agent failed: {text}")], record.id, record.context_id
     )
