@@ -41,6 +41,7 @@ class OrchestratorState(TypedDict, total=False):
     answering: bool
     review_draft: Any
     result: Any
+    child_tasks: dict[str, str]
 
 
 def _caller(config: RunnableConfig) -> ChildCaller:
@@ -90,9 +91,15 @@ class Orchestrator(Agent):
     def _graph(self) -> StateGraph[Any, Any, Any, Any]:
         run_turn = self.run_turn
 
-        async def begin(state: OrchestratorState) -> dict[str, Any]:
-            # a new task: no answer pending and no result or draft of an earlier task
-            return {"hitl_answer": None, "answering": False, "review_draft": None, "result": None}
+        async def begin(state: OrchestratorState, config: RunnableConfig) -> dict[str, Any]:
+            # A new task starts clean. An earlier task that was canceled, rejected or failed may
+            # have left a resume point and child tasks waiting for an answer: those belonged to
+            # it, so they are dropped (a completed task left neither).
+            caller = _caller(config)
+            for child, task_id in (state.get("child_tasks") or {}).items():
+                await caller.cancel(child, task_id)
+            return {"hitl_answer": None, "answering": False, "review_draft": None,
+                    "result": None, "resume_point": None, "child_tasks": {}}
 
         async def turn(state: OrchestratorState, config: RunnableConfig) -> Any:
             answering = bool(state.get("answering"))
@@ -104,7 +111,7 @@ class Orchestrator(Agent):
             emission = await run_turn(ctx)
             if not isinstance(emission, Emission):
                 raise LlamonError("run_turn must return ctx.emit(...)")
-            return _conclude(emission, ctx, state)
+            return _conclude(emission, ctx, {**(state.get("child_tasks") or {}), **ctx.child_tasks})
 
         async def review(state: OrchestratorState, config: RunnableConfig) -> dict[str, Any]:
             draft = state.get("review_draft")
@@ -135,21 +142,21 @@ def _reply(value: Any) -> AIMessage:
     return AIMessage(content=value)
 
 
-def _conclude(emission: Emission, ctx: TurnContext, state: OrchestratorState) -> Any:
+def _conclude(emission: Emission, ctx: TurnContext, child_tasks: dict[str, str]) -> Any:
     value = emission.value
     if isinstance(value, ChildResult) and value.needs_human:
         # forward the child's question: the user's answer reaches run_turn again
         return HITLInterrupt(
             payload=value.question or {"question": value.text},
             thread_id=ctx.context_id,
-            update={"resume_point": ctx.next_resume, "answering": True},
+            update={"resume_point": ctx.next_resume, "answering": True, "child_tasks": child_tasks},
         )
     if isinstance(value, ChildResult) and value.state != "completed":
         raise ChildFailedError(
             f"child {value.child!r} ended {value.state}: {value.text or 'no message'}"
         )
     result = value.data if isinstance(value, ChildResult) else value
-    answered = {"answering": False, "hitl_answer": None}
+    answered = {"answering": False, "hitl_answer": None, "child_tasks": child_tasks}
     if emission.review:  # the resume point lives until the reviewer ends the task
         update = {**answered, "resume_point": ctx.next_resume, "review_draft": result}
         return Command(goto="review", update=update)

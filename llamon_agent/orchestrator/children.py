@@ -83,6 +83,10 @@ class ChildCaller(Protocol):
         self, child: str, context_id: str, *, text: str | None, data: dict[str, Any] | None
     ) -> Task: ...
 
+    async def cancel(self, child: str, task_id: str) -> None:
+        """Cancel a child task that an ended parent task left waiting (no error if it ended)."""
+        ...
+
 
 def child_context(parent_context: str, child: str) -> str:
     """The child's conversation for a parent context: stable, so calling the same child on the

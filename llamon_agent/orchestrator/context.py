@@ -40,6 +40,7 @@ class TurnContext:
         self._resume = resume
         self._next_resume: dict[str, Any] | None = None
         self._caller = caller
+        self.child_tasks: dict[str, str] = {}  # child id -> its task this turn talked to
 
     def get_resume(self) -> dict[str, Any] | None:
         return dict(self._resume) if self._resume else None
@@ -66,6 +67,7 @@ class TurnContext:
         task = await self._caller.call(
             child, child_context(self.context_id, child), text=text, data=payload or None
         )
+        self.child_tasks[child] = task.id
         return ChildResult.from_task(child, task)
 
     def emit(self, result: Any, *, review: bool = False) -> Emission:

@@ -8,6 +8,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.types import interrupt
 
 from ..errors import LlamonError
+from ..runtime.hitl_graph import resume_waiting
 from .port import Decision, HumanReviewPort
 
 __all__ = ["REVIEW_WAIT_SCHEMA", "TaskRejected", "is_review_wait", "request_review"]
@@ -45,13 +46,18 @@ async def request_review(draft: Any, config: RunnableConfig) -> Decision:
     port: HumanReviewPort | None = runtime.get("reviews")
     if port is None:
         raise LlamonError("no HumanReviewPort is configured for this server")
-    review = await port.submit(
-        task_id=runtime["task_id"],
-        context_id=(config.get("configurable") or {})["thread_id"],
-        agent_id=runtime["agent_id"],
-        draft=draft,
-    )
-    answer = interrupt({"schema": REVIEW_WAIT_SCHEMA, "review_id": review.id, "draft": draft})
+    if resume_waiting(config):
+        # the reviewer's decision resumes this node: the review it opened is decided, so
+        # submitting again would open a second one
+        answer = interrupt(None)
+    else:
+        review = await port.submit(
+            task_id=runtime["task_id"],
+            context_id=(config.get("configurable") or {})["thread_id"],
+            agent_id=runtime["agent_id"],
+            draft=draft,
+        )
+        answer = interrupt({"schema": REVIEW_WAIT_SCHEMA, "review_id": review.id, "draft": draft})
     return Decision(
         type=answer["type"], edited=answer.get("edited"), message=answer.get("message")
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -16,6 +17,8 @@ from ..orchestrator.children import ChildFailedError, RemoteAgent
 __all__ = ["Children"]
 
 SendLocal = Callable[[MessageSendParams], Awaitable[Task]]
+CancelLocal = Callable[[str], Awaitable[Task]]
+log = logging.getLogger(__name__)
 
 
 class Children:
@@ -23,12 +26,14 @@ class Children:
     the server's HTTP client), any other agent of this server in process (no HTTP hop)."""
 
     def __init__(
-        self, caller: Agent, local: set[str], send_local: SendLocal, http: httpx.AsyncClient
+        self, caller: Agent, local: set[str], send_local: SendLocal,
+        cancel_local: CancelLocal, http: httpx.AsyncClient,
     ) -> None:
         self._remote: dict[str, RemoteAgent] = dict(getattr(caller, "remote_children", {}))
         self._caller = caller.id
         self._local = local
         self._send_local = send_local
+        self._cancel_local = cancel_local
         self._http = http
 
     async def call(
@@ -47,6 +52,18 @@ class Children:
         raise ChildFailedError(
             f"unknown child {child!r}: not an agent of this server nor a declared RemoteAgent"
         )
+
+    async def cancel(self, child: str, task_id: str) -> None:
+        """Cancel a child's task an ended parent task left waiting; a task that already ended
+        (or a child that is gone) is left alone."""
+        try:
+            if child in self._remote:
+                remote = self._remote[child]
+                await A2AClient(remote.url, http=self._http, agent_id=remote.agent_id).cancel(task_id)
+            elif child in self._local:
+                await self._cancel_local(task_id)
+        except (A2AError, A2AClientError) as exc:
+            log.debug("child %s task %s not canceled: %s", child, task_id, exc)
 
     async def _call_remote(self, child: RemoteAgent, message: Message) -> Task:
         client = A2AClient(child.url, http=self._http, agent_id=child.agent_id)

@@ -79,7 +79,7 @@ def _check_thread(request: HITLInterrupt, config: RunnableConfig) -> None:
         )
 
 
-def _scratchpad_resume(config: RunnableConfig) -> list[Any] | None:
+def resume_waiting(config: RunnableConfig) -> list[Any] | None:
     """Resume values LangGraph holds for the running task, read without consuming them.
 
     LangGraph offers no public way to ask "is there an answer for me?" before calling
@@ -92,7 +92,7 @@ def _scratchpad_resume(config: RunnableConfig) -> list[Any] | None:
 
 def _take_answer(config: RunnableConfig) -> tuple[str, Any] | None:
     """The answer to this node's first ask, if the runtime resumed it with one."""
-    waiting = _scratchpad_resume(config)
+    waiting = resume_waiting(config)
     if not waiting or not _is_envelope(waiting[0]):
         return None  # a fresh run, or a native interrupt() of the user's own to replay
     envelope = interrupt(None)[ANSWER_FIELD]  # returns the waiting value (index 0)
@@ -130,7 +130,7 @@ def _wrap_node(name: str, runnable: Any) -> RunnableCallable:
         if not isinstance(out, HITLInterrupt):
             return out
         _check_thread(out, config)
-        if first and not out.update and _scratchpad_resume(config) is not None:
+        if first and not out.update and resume_waiting(config) is not None:
             interrupt({**out.payload, KEY_FIELD: out.key})  # raises: the super-step stops here
         request = {"payload": out.payload, "key": out.key}
         return {**out.update, REQUEST_KEY: {name: request}}

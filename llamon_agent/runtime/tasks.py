@@ -494,6 +494,22 @@ class TaskManager:
             log.exception("task %s could not be finalised", record.id)
         finally:
             self._finish(turn)
+        if turn.parked:
+            await self._apply_decided(record)
+
+    async def _apply_decided(self, record: StoredTask) -> None:
+        """Resume a task parked for a reviewer whose decision is already in the port."""
+        pending = record.extra.get(_PENDING)
+        first = pending[0] if isinstance(pending, list) and pending else None
+        review_id = first["value"].get("review_id") if isinstance(first, dict) else None
+        if self._reviews is None or not isinstance(review_id, str):
+            return
+        try:
+            review = await self._reviews.get(review_id)
+        except ReviewNotFoundError:
+            return
+        if review.status == "decided":
+            await self._on_review_decision(review)
 
     async def _end(self, turn: Turn, ending: Ending) -> None:
         """One write for the whole ending, then its events: the artifact, the final status."""
@@ -532,7 +548,9 @@ class TaskManager:
         reach the server (the review port, the children of an orchestrator)."""
         record, served = turn.record, turn.served
         assert self._http is not None
-        children = Children(served.agent, set(self._served), self._send_child, self._http)
+        children = Children(
+            served.agent, set(self._served), self._send_child, self.cancel, self._http
+        )
         return {
             **(turn.settings or _settings(record)),
             "task_id": record.id,
@@ -547,9 +565,15 @@ class TaskManager:
     # ------------------------------------------------------------------ reviewer decisions
 
     async def _on_review_decision(self, review: Review) -> None:
-        """A reviewer decided through the port: resume the task that waits for it."""
-        record = await self._load(review.task_id)
-        if record is None or record.state != "working" or review.decision is None:
+        """A reviewer decided through the port: resume the task that waits for it.
+
+        A decision can come before the turn that asked has parked (the reviewer saw the draft
+        at once); that turn looks at the port again when it parks (``_apply_decided``).
+        """
+        if review.task_id in self._live or review.decision is None:
+            return
+        record = await self._store.get(review.task_id)
+        if record is None or record.state != "working":
             log.warning("review %s decided but task %s is not waiting for it", review.id,
                         review.task_id)
             return
@@ -558,9 +582,10 @@ class TaskManager:
              if is_review_wait(p.value) and p.value.get("review_id") == review.id),
             None,
         )
-        if waiting is None:
+        if waiting is None or record.context_id in self._claims:
             log.warning("task %s does not wait for review %s", record.id, review.id)
             return
+        assert review.decision is not None
         self._claim(record.context_id)
         try:
             record.extra.pop(_PENDING, None)
@@ -721,15 +746,7 @@ class TaskManager:
         turn = Turn(record, served, None, events, runs=False)
         await self._end(turn, Ending("working", waiting_message(pending[0].value, record),
                                      pending=pending, final=False))
-        review_id = pending[0].value.get("review_id")
-        if self._reviews is None or not isinstance(review_id, str):
-            return
-        try:
-            review = await self._reviews.get(review_id)
-        except ReviewNotFoundError:
-            return
-        if review.status == "decided":
-            await self._on_review_decision(review)
+        await self._apply_decided(record)
 
 def _added_reviews(params: MessageSendParams) -> dict[str, Any]:
     """Tool reviews the client adds for this task: ``interruptOn`` in the message's or the

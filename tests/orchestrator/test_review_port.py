@@ -1,0 +1,181 @@
+"""The ``HumanReviewPort`` contract, run against ``InMemoryReviewPort`` and ``SQLiteReviewPort``."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from llamon_agent.reviewer import (
+    Decision,
+    HumanReviewPort,
+    InMemoryReviewPort,
+    Review,
+    ReviewClosedError,
+    ReviewNotFoundError,
+    SQLiteReviewPort,
+)
+from llamon_agent.stores.sqlite import connect
+
+DRAFT = {"decision": "approve", "risk": "low", "amount": 50000.0, "intent": "대출 심사"}
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+async def port(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[HumanReviewPort]:
+    if request.param == "memory":
+        yield InMemoryReviewPort()
+        return
+    conn = connect(str(tmp_path / "reviews.sqlite3"))
+    try:
+        yield SQLiteReviewPort(conn)
+    finally:
+        conn.close()
+
+
+async def submit(port: HumanReviewPort, task: str = "task-1", draft: Any = DRAFT) -> Review:
+    return await port.submit(task_id=task, context_id=f"ctx-{task}", agent_id="loan", draft=draft)
+
+
+def recorder() -> tuple[list[Review], Callable[[Review], Any]]:
+    calls: list[Review] = []
+
+    async def listener(review: Review) -> None:
+        calls.append(review)
+
+    return calls, listener
+
+
+async def test_submit_stores_a_pending_review(port: HumanReviewPort) -> None:
+    review = await submit(port)
+    assert review.status == "pending"
+    assert review.decision is None
+    assert review.decided is None
+    assert (review.task_id, review.context_id, review.agent_id) == ("task-1", "ctx-task-1", "loan")
+    assert review.draft == DRAFT
+    stored = await port.get(review.id)
+    assert stored == review
+    assert stored.to_json() == {
+        "id": review.id,
+        "taskId": "task-1",
+        "contextId": "ctx-task-1",
+        "agentId": "loan",
+        "draft": DRAFT,
+        "status": "pending",
+        "decision": None,
+        "created": review.created,
+        "decided": None,
+    }
+
+
+async def test_submit_is_idempotent_per_task_while_pending(port: HumanReviewPort) -> None:
+    first = await submit(port)
+    again = await submit(port, draft={"other": "draft"})
+    assert again.id == first.id
+    assert again.draft == DRAFT
+    other = await submit(port, task="task-2")
+    assert other.id != first.id
+    assert sorted(r.id for r in await port.pending()) == sorted([first.id, other.id])
+
+
+async def test_pending_lists_only_undecided_reviews(port: HumanReviewPort) -> None:
+    assert await port.pending() == []
+    a = await submit(port, "a")
+    b = await submit(port, "b")
+    c = await submit(port, "c")
+    await port.decide(b.id, Decision("reject", message="no"))
+    assert sorted(r.id for r in await port.pending()) == sorted([a.id, c.id])
+    assert all(r.status == "pending" for r in await port.pending())
+
+
+@pytest.mark.parametrize(
+    "decision",
+    [
+        Decision("approve"),
+        Decision("edit", edited={"decision": "decline", "note": "수정"}),
+        Decision("edit", edited="plain text answer"),
+        Decision("reject", message="소득 증빙 부족"),
+    ],
+    ids=["approve", "edit-object", "edit-text", "reject"],
+)
+async def test_decide_records_the_decision(port: HumanReviewPort, decision: Decision) -> None:
+    review = await submit(port)
+    decided = await port.decide(review.id, decision)
+    assert decided.id == review.id
+    assert decided.status == "decided"
+    assert decided.decision == decision
+    assert decided.decided is not None
+    assert decided.draft == DRAFT
+    assert await port.get(review.id) == decided
+    assert decided.to_json()["decision"] == {
+        "type": decision.type,
+        "edited": decision.edited,
+        "message": decision.message,
+    }
+
+
+async def test_deciding_twice_raises_review_closed_and_keeps_the_first(
+    port: HumanReviewPort,
+) -> None:
+    review = await submit(port)
+    await port.decide(review.id, Decision("approve"))
+    with pytest.raises(ReviewClosedError):
+        await port.decide(review.id, Decision("reject", message="late"))
+    assert (await port.get(review.id)).decision == Decision("approve")
+
+
+async def test_an_unknown_review_raises_review_not_found(port: HumanReviewPort) -> None:
+    with pytest.raises(ReviewNotFoundError):
+        await port.get("no-such-review")
+    with pytest.raises(ReviewNotFoundError):
+        await port.decide("no-such-review", Decision("approve"))
+
+
+async def test_the_listener_is_called_once_per_decision(port: HumanReviewPort) -> None:
+    calls, listener = recorder()
+    port.on_decision(listener)
+    review = await submit(port)
+    assert calls == []
+    decided = await port.decide(review.id, Decision("approve"))
+    assert calls == [decided]
+    with pytest.raises(ReviewClosedError):
+        await port.decide(review.id, Decision("approve"))
+    with pytest.raises(ReviewNotFoundError):
+        await port.decide("no-such-review", Decision("approve"))
+    assert len(calls) == 1
+
+
+async def test_every_listener_is_called(port: HumanReviewPort) -> None:
+    first, one = recorder()
+    second, two = recorder()
+    port.on_decision(one)
+    port.on_decision(two)
+    review = await submit(port)
+    await port.decide(review.id, Decision("reject"))
+    assert [r.id for r in first] == [review.id]
+    assert [r.id for r in second] == [review.id]
+
+
+async def test_sqlite_reviews_survive_a_new_connection(tmp_path: Path) -> None:
+    path = str(tmp_path / "reviews.sqlite3")
+    conn = connect(path)
+    try:
+        port = SQLiteReviewPort(conn)
+        pending = await submit(port, "p")
+        decided = await submit(port, "d")
+        await port.decide(decided.id, Decision("edit", edited=[1, "둘"]))
+    finally:
+        conn.close()
+
+    conn = sqlite3.connect(path)
+    try:
+        port = SQLiteReviewPort(conn)
+        assert [r.id for r in await port.pending()] == [pending.id]
+        assert (await port.get(pending.id)).draft == DRAFT
+        assert (await port.get(decided.id)).decision == Decision("edit", edited=[1, "둘"])
+        # still idempotent for the pending task after reopening
+        assert (await submit(port, "p")).id == pending.id
+    finally:
+        conn.close()
