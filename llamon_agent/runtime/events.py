@@ -17,7 +17,7 @@ from typing import Any
 
 from ..a2a.types import WireModel
 
-__all__ = ["Event", "EventHub", "EventLog", "Subscription"]
+__all__ = ["Event", "EventHub", "EventLog", "Subscription", "iterate", "prepend"]
 
 Event = tuple[int, WireModel]  # immutable wire objects: serialised only when delivered
 
@@ -138,3 +138,15 @@ class EventHub:
             if self._logs[task_id].finished:
                 del self._logs[task_id]
                 excess -= 1
+
+
+async def iterate(events: list[Event]) -> AsyncIterator[Event]:
+    for event in events:
+        yield event
+
+
+async def prepend(first: list[Event], rest: AsyncIterator[Event]) -> AsyncIterator[Event]:
+    for event in first:
+        yield event
+    async for event in rest:
+        yield event

@@ -60,7 +60,6 @@ from ..errors import (
     UnsupportedOperationError,
 )
 from ..review import catalog
-from ..review.policy import parse_wire_override
 from ..reviewer.node import TaskRejected, is_review_wait
 from ..reviewer.port import HumanReviewPort, Review, ReviewNotFoundError
 from ..stores.base import StoredTask
@@ -68,18 +67,21 @@ from ..stores.storage import Storage
 from . import messages
 from .answers import answers_in, carries_decisions, graph_input, is_review, review_resume
 from .children import Children
-from .events import Event, EventHub, EventLog
+from .events import Event, EventHub, EventLog, iterate, prepend
 from .hitl_graph import public_payload, resume_value
+from .run_settings import added_reviews, remember_reviews, run_settings
 from .runner import run_turn
 from .turn import (
     Ending,
     Pending,
     ServedAgent,
     Turn,
+    answered_history,
     config_for,
     ending_of,
     failure_message,
     rejection_message,
+    response_copy,
     waiting_message,
 )
 
@@ -91,17 +93,6 @@ OUTPUT_MODES = ("text/plain", "application/json")
 _RUNNING = frozenset({"submitted", "working"})
 _PENDING = "pending"  # record.extra: the interrupts the task waits on
 _COLLECTED = "collected_answers"  # record.extra: answers given so far to parallel questions
-_INTERRUPT_ON = "interrupt_on"  # record.extra: tool reviews the client added for this task
-_WIRE_OVERRIDE = "interruptOn"  # message or request metadata key of those additions
-
-
-def _wire_task(record: StoredTask, history_length: int | None = None) -> Task:
-    """The response copy of a task; ``historyLength`` never touches what is stored."""
-    task = record.task
-    if history_length is None or task.history is None:
-        return task
-    history = task.history[-history_length:] if history_length else None
-    return task.model_copy(update={"history": history})
 
 
 def _busy(context_id: str, task_id: str | None) -> UnsupportedOperationError:
@@ -173,7 +164,7 @@ class TaskManager:
         record = await self._load(task_id)
         if record is None:
             raise TaskNotFoundError(data={"taskId": task_id})
-        return _wire_task(record, history_length)
+        return response_copy(record, history_length)
 
     # ------------------------------------------------------------------ send / stream
 
@@ -199,8 +190,8 @@ class TaskManager:
             await turn.done.wait()
             if turn.parked:  # waiting for a reviewer: wait a bounded time for the end
                 await self._settled(turn, self._review_wait)
-                return _wire_task(await self._load(turn.record.id) or turn.record, history_length)
-        return _wire_task(turn.record, history_length)
+                return response_copy(await self._load(turn.record.id) or turn.record, history_length)
+        return response_copy(turn.record, history_length)
 
     async def _settled(self, turn: Turn, timeout: float) -> None:
         """Wait until the task's event log publishes a final event, at most ``timeout``."""
@@ -239,7 +230,7 @@ class TaskManager:
             raise InvalidParamsError(
                 f"Unknown agentId {hint!r}", data={"agentIds": list(self._served)}
             )
-        added = _added_reviews(params)
+        added = added_reviews(params)
         accepted = config.accepted_output_modes if config is not None else None
         if accepted and not set(accepted) & set(OUTPUT_MODES):
             raise ContentTypeNotSupportedError(
@@ -265,8 +256,8 @@ class TaskManager:
         self._claim(context_id)
         try:
             turn = await self._route(params, context_id, hint, language)
-            _remember_reviews(turn.record, added)
-            turn.settings = _settings(turn.record, catalog.resolve(language))
+            remember_reviews(turn.record, added)
+            turn.settings = run_settings(turn.record, catalog.resolve(language))
         except BaseException:
             self._release(context_id, None)
             raise
@@ -412,7 +403,7 @@ class TaskManager:
         record.extra.pop(_PENDING, None)
         record.pending_interrupt = None
         record.task = record.task.model_copy(
-            update={"history": _answered_history(record, message),
+            update={"history": answered_history(record, message),
                     "status": messages.status("working")}
         )
         return Turn(record, served, Command(resume=collected),
@@ -429,7 +420,7 @@ class TaskManager:
             language=language,
         )
         record.task = record.task.model_copy(
-            update={"history": _answered_history(record, message),
+            update={"history": answered_history(record, message),
                     "status": messages.status("input-required", status_message)}
         )
         record.pending_interrupt = question.id
@@ -552,7 +543,7 @@ class TaskManager:
             served.agent, set(self._served), self._send_child, self.cancel, self._http
         )
         return {
-            **(turn.settings or _settings(record)),
+            **(turn.settings or run_settings(record)),
             "task_id": record.id,
             "agent_id": served.agent.id,
             "reviews": self._reviews,
@@ -658,7 +649,7 @@ class TaskManager:
                 raise TaskNotCancelableError(
                     data={"taskId": task_id, "state": running.record.state}
                 )
-            return _wire_task(running.record)
+            return response_copy(running.record)
         if record.state in TERMINAL_STATES:
             raise TaskNotCancelableError(data={"taskId": task_id, "state": record.state})
         self._claim(record.context_id)  # a turn that asks without running, or routing: busy
@@ -669,7 +660,7 @@ class TaskManager:
             await self._set_status(turn, "canceled", final=True)
         finally:
             self._finish(turn)
-        return _wire_task(record)
+        return response_copy(record)
 
     # ------------------------------------------------------------------ resubscribe
 
@@ -683,7 +674,7 @@ class TaskManager:
             if backlog:
                 return live.subscribe(backlog).__aiter__()
         if live is not None and not live.finished and live.snapshot is not None:
-            return _prepend([(0, live.snapshot)], live.subscribe().__aiter__())
+            return prepend([(0, live.snapshot)], live.subscribe().__aiter__())
         record = await self._store.get(task_id)
         if record is None:
             raise TaskNotFoundError(data={"taskId": task_id})
@@ -691,7 +682,7 @@ class TaskManager:
             task_id=record.id, context_id=record.context_id, status=record.task.status,
             final=True,
         )
-        return _iterate([(0, record.task), (record.event_seq, final)])
+        return iterate([(0, record.task), (record.event_seq, final)])
 
     # ------------------------------------------------------------------ recovery
 
@@ -747,53 +738,3 @@ class TaskManager:
         await self._end(turn, Ending("working", waiting_message(pending[0].value, record),
                                      pending=pending, final=False))
         await self._apply_decided(record)
-
-def _added_reviews(params: MessageSendParams) -> dict[str, Any]:
-    """Tool reviews the client adds for this task: ``interruptOn`` in the message's or the
-    request's metadata (they can only add reviews; see ``ReviewPolicy.add``)."""
-    added: dict[str, Any] = {}
-    for metadata in (params.metadata, params.message.metadata):
-        if metadata and _WIRE_OVERRIDE in metadata:
-            try:
-                added.update(parse_wire_override(metadata[_WIRE_OVERRIDE]))
-            except ValueError as exc:
-                raise InvalidParamsError(f"Invalid metadata.interruptOn: {exc}") from None
-    return added
-
-
-def _remember_reviews(record: StoredTask, added: dict[str, Any]) -> None:
-    """Additions last for the whole task; a later message can only add more."""
-    if added:
-        earlier = record.extra.get(_INTERRUPT_ON)
-        record.extra[_INTERRUPT_ON] = {**added, **(earlier if isinstance(earlier, dict) else {})}
-
-
-def _settings(record: StoredTask, language: str | None = None) -> dict[str, Any]:
-    """``configurable["llamon"]`` of the task's runs (see ``config_for``)."""
-    settings: dict[str, Any] = {"language": catalog.resolve(language)}
-    added = record.extra.get(_INTERRUPT_ON)
-    if isinstance(added, dict) and added:
-        settings["interrupt_on"] = added
-    return settings
-
-
-def _answered_history(record: StoredTask, message: Message) -> list[Message]:
-    """History after an answer: the question that was asked, then the answer."""
-    inbound = message.model_copy(update={"task_id": record.id, "context_id": record.context_id})
-    history = list(record.task.history or [])
-    if record.task.status.message is not None:
-        history.append(record.task.status.message)
-    history.append(inbound)
-    return history
-
-
-async def _iterate(events: list[Event]) -> AsyncIterator[Event]:
-    for event in events:
-        yield event
-
-
-async def _prepend(first: list[Event], rest: AsyncIterator[Event]) -> AsyncIterator[Event]:
-    for event in first:
-        yield event
-    async for event in rest:
-        yield event

@@ -9,7 +9,7 @@ from typing import Any
 import orjson
 from langgraph.pregel import Pregel
 
-from ..a2a.types import Artifact, DataPart, Message, Part, TextPart
+from ..a2a.types import Artifact, DataPart, Message, Part, Task, TextPart
 from ..agent import Agent
 from ..errors import InvalidAgentResponseError
 from ..reviewer.node import is_review_wait
@@ -19,8 +19,17 @@ from .events import EventLog, Subscription
 from .runner import TurnOutcome
 
 __all__ = [
-    "Ending", "Pending", "ServedAgent", "Turn", "config_for", "ending_of", "failure_message",
-    "rejection_message", "waiting_message",
+    "Ending",
+    "Pending",
+    "ServedAgent",
+    "Turn",
+    "answered_history",
+    "config_for",
+    "ending_of",
+    "failure_message",
+    "rejection_message",
+    "response_copy",
+    "waiting_message",
 ]
 
 
@@ -137,3 +146,22 @@ def failure_message(exc: BaseException, record: StoredTask) -> Message:
     return messages.agent_message(
         [TextPart(kind="text", text=f"The agent failed: {text}")], record.id, record.context_id
     )
+
+
+def response_copy(record: StoredTask, history_length: int | None = None) -> Task:
+    """The response copy of a task; ``historyLength`` never touches what is stored."""
+    task = record.task
+    if history_length is None or task.history is None:
+        return task
+    history = task.history[-history_length:] if history_length else None
+    return task.model_copy(update={"history": history})
+
+
+def answered_history(record: StoredTask, message: Message) -> list[Message]:
+    """History after an answer: the question that was asked, then the answer."""
+    inbound = message.model_copy(update={"task_id": record.id, "context_id": record.context_id})
+    history = list(record.task.history or [])
+    if record.task.status.message is not None:
+        history.append(record.task.status.message)
+    history.append(inbound)
+    return history

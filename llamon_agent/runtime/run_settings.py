@@ -1,0 +1,46 @@
+"""What a run's config carries for the graph (``configurable["llamon"]``): the request's
+language and the tool reviews the client added for the task."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..a2a.types import MessageSendParams
+from ..errors import InvalidParamsError
+from ..review import catalog
+from ..review.policy import parse_wire_override
+from ..stores.base import StoredTask
+
+__all__ = ["added_reviews", "remember_reviews", "run_settings"]
+
+_INTERRUPT_ON = "interrupt_on"  # record.extra: tool reviews the client added for this task
+_WIRE_OVERRIDE = "interruptOn"  # message or request metadata key of those additions
+
+
+def added_reviews(params: MessageSendParams) -> dict[str, Any]:
+    """Tool reviews the client adds for this task: ``interruptOn`` in the message's or the
+    request's metadata (they can only add reviews; see ``ReviewPolicy.add``)."""
+    added: dict[str, Any] = {}
+    for metadata in (params.metadata, params.message.metadata):
+        if metadata and _WIRE_OVERRIDE in metadata:
+            try:
+                added.update(parse_wire_override(metadata[_WIRE_OVERRIDE]))
+            except ValueError as exc:
+                raise InvalidParamsError(f"Invalid metadata.interruptOn: {exc}") from None
+    return added
+
+
+def remember_reviews(record: StoredTask, added: dict[str, Any]) -> None:
+    """Additions last for the whole task; a later message can only add more."""
+    if added:
+        earlier = record.extra.get(_INTERRUPT_ON)
+        record.extra[_INTERRUPT_ON] = {**added, **(earlier if isinstance(earlier, dict) else {})}
+
+
+def run_settings(record: StoredTask, language: str | None = None) -> dict[str, Any]:
+    """``configurable["llamon"]`` of the task's runs (see ``config_for``)."""
+    settings: dict[str, Any] = {"language": catalog.resolve(language)}
+    added = record.extra.get(_INTERRUPT_ON)
+    if isinstance(added, dict) and added:
+        settings["interrupt_on"] = added
+    return settings
