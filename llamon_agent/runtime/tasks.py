@@ -127,6 +127,7 @@ class TaskManager:
         self._reviews = reviews
         self._review_wait = review_wait
         self._http: httpx.AsyncClient | None = None  # for remote children of orchestrators
+        self._children: dict[str, Children] = {}
 
     @property
     def agents(self) -> list[Agent]:
@@ -138,6 +139,11 @@ class TaskManager:
                 agent, agent.compile(self._storage.checkpointer), agent.input_keys()
             )
         self._http = await self._stack.enter_async_context(httpx.AsyncClient(timeout=60))
+        # one child caller per agent, built once (runs only reference it)
+        self._children = {
+            agent.id: Children(agent, set(self._served), self._send_child, self.cancel, self._http)
+            for agent in self._agents
+        }
         self._group = await self._stack.enter_async_context(asyncio.TaskGroup())
         if self._reviews is not None:
             self._reviews.on_decision(self._on_review_decision)
@@ -538,16 +544,12 @@ class TaskManager:
         """``configurable["llamon"]`` of a run: the request's settings plus what nodes use to
         reach the server (the review port, the children of an orchestrator)."""
         record, served = turn.record, turn.served
-        assert self._http is not None
-        children = Children(
-            served.agent, set(self._served), self._send_child, self.cancel, self._http
-        )
         return {
             **(turn.settings or run_settings(record)),
             "task_id": record.id,
             "agent_id": served.agent.id,
             "reviews": self._reviews,
-            "children": children,
+            "children": self._children[served.agent.id],
         }
 
     async def _send_child(self, params: MessageSendParams) -> Task:
