@@ -1,6 +1,6 @@
 """The benchmark: every server on the same work, in one run, one table.
 
-    /work/main/.venv/bin/python bench/run.py [--quick]
+    .venv/bin/python bench/run.py [--quick]
 
 Creates the official SDK's virtual environment (bench/.venvs/a2a-sdk) when it is missing, then,
 for each repetition (server order rotated each time), starts each server on its own port pinned

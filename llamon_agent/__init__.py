@@ -11,6 +11,7 @@ from .client import (
     answer_message,
     question_of,
 )
+from .core.bounds import Limits
 from .core.hitl import HITLInterrupt, HITLOption, HITLQuestion
 from .errors import (
     A2AError,
@@ -22,6 +23,7 @@ from .errors import (
     InvalidRequestError,
     InvalidReviewDecisionError,
     JSONParseError,
+    LimitExceededError,
     LlamonError,
     MethodNotFoundError,
     NoPendingReviewError,
@@ -91,6 +93,8 @@ __all__ = [
     "InvalidRequestError",
     "InvalidReviewDecisionError",
     "JSONParseError",
+    "LimitExceededError",
+    "Limits",
     "LlamonError",
     "MethodNotFoundError",
     "NoPendingReviewError",

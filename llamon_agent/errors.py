@@ -3,27 +3,32 @@
 ::
 
     LlamonError
+    ├── StorageInUseError             the SQLite file is held by another server; refused at start
     └── A2AError                      carries a JSON-RPC code; enveloped in exactly one place
         ├── JSONParseError                      -32700
         ├── InvalidRequestError                 -32600
+        │   └── PayloadTooLargeError            REST: HTTP 413
         ├── MethodNotFoundError                 -32601
-        ├── InvalidParamsError                  -32602
+        ├── InvalidParamsError                  -32602  REST: HTTP 400
+        │   ├── LimitExceededError              an edge limit (core/bounds.py); REST: HTTP 422
+        │   ├── StaleAnswerError                an answer to a question no longer pending; REST: 409
         │   └── ReviewError                     tool-call review (seed 000); REST: HTTP 400
         │       ├── NoPendingReviewError
         │       ├── ReviewPendingError
         │       └── InvalidReviewDecisionError
-        ├── InternalError                       -32603
-        ├── TaskNotFoundError                   -32001
+        ├── InternalError                       -32603  REST: HTTP 500 (JSON)
+        │   └── UnreadableTaskError             a stored row that cannot be decoded
+        ├── TaskNotFoundError                   -32001  REST: HTTP 404
         ├── TaskNotCancelableError              -32002
         ├── PushNotificationNotSupportedError   -32003
-        ├── UnsupportedOperationError           -32004  (terminal task, busy context)
+        ├── UnsupportedOperationError           -32004  (terminal task, busy context); REST: 409
         ├── ContentTypeNotSupportedError        -32005
         ├── InvalidAgentResponseError           -32006
         └── AuthenticatedExtendedCardNotConfiguredError  -32007
 
 Default messages are the ``@default`` texts of the A2A v0.3 schema; raise sites may give a
 more specific sentence and put machine-readable details in ``data``. JSON-RPC errors travel
-with HTTP 200 (a2a-v0.3.md section 1).
+with HTTP 200 (a2a-v0.3.md section 1); the REST endpoints answer ``http_status``.
 
 Review errors carry seed 000's message (in the request's language, see ``review/catalog.py``):
 over A2A they are ``-32602`` with that message and ``data.error`` naming the exception; over
@@ -45,14 +50,19 @@ __all__ = [
     "InvalidRequestError",
     "InvalidReviewDecisionError",
     "JSONParseError",
+    "LimitExceededError",
     "LlamonError",
     "MethodNotFoundError",
     "NoPendingReviewError",
+    "PayloadTooLargeError",
     "PushNotificationNotSupportedError",
     "ReviewError",
     "ReviewPendingError",
+    "StaleAnswerError",
+    "StorageInUseError",
     "TaskNotCancelableError",
     "TaskNotFoundError",
+    "UnreadableTaskError",
     "UnsupportedOperationError",
 ]
 
@@ -61,9 +71,25 @@ class LlamonError(Exception):
     """Base of every error the SDK raises on purpose."""
 
 
+class StorageInUseError(LlamonError):
+    """Another process (or another storage in this one) holds the SQLite file's lock.
+
+    Raised by ``open_storage`` before it connects: the running server's tasks are untouched.
+    Never sent to a client, so it has no JSON-RPC code."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(
+            f"the database file {path} is in use by another llamon-agent server "
+            "(one server per SQLite file): stop that server or use another database file"
+        )
+        self.path = path
+
+
 class A2AError(LlamonError):
     code: ClassVar[int] = -32603
     default_message: ClassVar[str] = "Internal error"
+    #: the status the REST endpoints answer with (JSON-RPC errors travel with HTTP 200)
+    http_status: ClassVar[int] = 500
 
     def __init__(self, message: str | None = None, data: Any = None) -> None:
         self.message = message or self.default_message
@@ -80,21 +106,69 @@ class A2AError(LlamonError):
 class JSONParseError(A2AError):
     code = -32700
     default_message = "Invalid JSON payload"
+    http_status = 400
 
 
 class InvalidRequestError(A2AError):
     code = -32600
     default_message = "Request payload validation error"
+    http_status = 400
+
+
+class PayloadTooLargeError(InvalidRequestError):
+    """A body over the configured size; refused before the rest of it is read."""
+
+    default_message = "Payload too large"
+    http_status = 413
 
 
 class MethodNotFoundError(A2AError):
     code = -32601
     default_message = "Method not found"
+    http_status = 404
 
 
 class InvalidParamsError(A2AError):
     code = -32602
     default_message = "Invalid parameters"
+    http_status = 400
+
+
+class LimitExceededError(InvalidParamsError):
+    """A client value over an edge limit (``core/bounds.py``): nothing was stored or run.
+
+    ``data`` names the limit (``max_depth``, ``max_text_chars``, ``number``, ...), the field
+    and the maximum, so a client can tell which bound it hit."""
+
+    http_status = 422
+
+    def __init__(
+        self, message: str, *, limit: str, field: str | None, maximum: int | None = None
+    ) -> None:
+        data: dict[str, Any] = {"reason": "limit exceeded", "limit": limit}
+        if field is not None:
+            data["field"] = field
+        if maximum is not None:
+            data["max"] = maximum
+        super().__init__(message, data=data)
+        self.limit = limit
+        self.field = field
+
+
+class StaleAnswerError(InvalidParamsError):
+    """An answer bound to a question (``metadata.interruptId``) that is no longer pending: a
+    retry that came after its question was answered, or an answer to an old question. Nothing
+    was stored or run; ``data`` is ``{"reason": "stale answer", "taskId", "interruptId"}``."""
+
+    http_status = 409
+
+    def __init__(self, task_id: str | None, interrupt_id: str, pending: str | None) -> None:
+        super().__init__(
+            f"Stale answer: interrupt {interrupt_id} is no longer pending on this task (it was "
+            "answered already, or never asked here); nothing was changed",
+            data={"reason": "stale answer", "taskId": task_id, "interruptId": interrupt_id,
+                  "pendingInterruptId": pending},
+        )
 
 
 class ReviewError(InvalidParamsError):
@@ -123,29 +197,49 @@ class InternalError(A2AError):
     default_message = "Internal error"
 
 
+class UnreadableTaskError(InternalError):
+    """A stored task (or its checkpoint) this server cannot decode: an error for that task
+    only; recovery marks it ``failed`` when it can and always goes on."""
+
+    def __init__(self, task_id: str | None, reason: str = "") -> None:
+        what = f"Task {task_id}" if task_id else "A task"
+        super().__init__(
+            f"{what} is stored in a form this server cannot read",
+            data={"taskId": task_id, "reason": "unreadable stored task"} if task_id else
+            {"reason": "unreadable stored task"},
+        )
+        self.task_id = task_id
+        self.detail = reason
+
+
 class TaskNotFoundError(A2AError):
     code = -32001
     default_message = "Task not found"
+    http_status = 404
 
 
 class TaskNotCancelableError(A2AError):
     code = -32002
     default_message = "Task cannot be canceled"
+    http_status = 409
 
 
 class PushNotificationNotSupportedError(A2AError):
     code = -32003
     default_message = "Push Notification is not supported"
+    http_status = 400
 
 
 class UnsupportedOperationError(A2AError):
     code = -32004
     default_message = "This operation is not supported"
+    http_status = 409
 
 
 class ContentTypeNotSupportedError(A2AError):
     code = -32005
     default_message = "Incompatible content types"
+    http_status = 415
 
 
 class InvalidAgentResponseError(A2AError):
@@ -156,3 +250,4 @@ class InvalidAgentResponseError(A2AError):
 class AuthenticatedExtendedCardNotConfiguredError(A2AError):
     code = -32007
     default_message = "Authenticated Extended Card is not configured"
+    http_status = 404

@@ -184,6 +184,12 @@ def answer_message(
     - ``value``: any JSON value, as a data part ``{"value": value}``;
     - ``decisions``: a tool-call review's decisions, as a data part ``{"decisions": [...]}``
       (see :func:`approve`, :func:`edit`, :func:`reject`).
+
+    The answer is bound to the question: ``metadata.interruptId`` is the question's
+    (when it has one; ``metadata`` given here is merged over it). Sending the same message
+    again after a timeout then returns the task as it stands instead of answering the next
+    question; an answer to a question that is no longer pending is refused (``-32602``,
+    ``data.reason == "stale answer"``).
     """
     if not isinstance(question, Question):
         found = question_of(question)
@@ -214,5 +220,12 @@ def answer_message(
         parts=parts,
         task_id=question.task_id,
         context_id=question.context_id,
-        metadata=metadata,
+        metadata=_bound(question, metadata),
     )
+
+
+def _bound(question: Question, metadata: dict[str, Any] | None) -> dict[str, Any] | None:
+    interrupt_id = question.interrupt_id
+    if interrupt_id is None:
+        return metadata
+    return {"interruptId": interrupt_id, **(metadata or {})}

@@ -26,6 +26,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from ..a2a.types import DataPart, Message, MessageSendParams, Task, TextPart
+from ..runtime.answers import INTERRUPT_ID
 from ..runtime.tasks import TaskManager
 from .payload import REVIEW_SCHEMA
 
@@ -38,6 +39,8 @@ class ChatTurn:
 
     ``reply`` is the agent's text when nothing waits for a decision (``None`` while a review
     is pending); ``pending_review`` the payload that waits (``None`` when nothing does);
+    ``interrupt_id`` the id of the review (or question) that waits, ``None`` when nothing does
+    (send it back with the decisions, so a retried decision cannot decide the next review);
     ``messages`` the conversation so far with tool calls and tool results (see
     :func:`chat_messages`), so edits and rejects are visible.
     """
@@ -46,12 +49,14 @@ class ChatTurn:
     reply: str | None
     pending_review: dict[str, Any] | None
     messages: list[dict[str, Any]] = field(default_factory=list)
+    interrupt_id: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "thread_id": self.thread_id,
             "reply": self.reply,
             "pending_review": self.pending_review,
+            "interrupt_id": self.interrupt_id,
             "messages": self.messages,
         }
 
@@ -86,19 +91,24 @@ class ReviewedChatUseCase:
         return await self._send(thread_id, part, agent_id, language)
 
     async def submit_review(
-        self, decisions: Sequence[Any], thread_id: str, *, language: str | None = None
+        self, decisions: Sequence[Any], thread_id: str, *, language: str | None = None,
+        interrupt_id: str | None = None,
     ) -> ChatTurn:
-        """The decisions for the actions pending on ``thread_id``, one per action, in order."""
+        """The decisions for the actions pending on ``thread_id``, one per action, in order.
+
+        With ``interrupt_id`` (a turn's ``interrupt_id``) they apply only to that review: once
+        it is decided they raise ``StaleAnswerError`` instead of deciding the next one."""
         payload = list(decisions) if isinstance(decisions, (list, tuple)) else decisions
         part = DataPart(kind="data", data={"decisions": payload})
-        return await self._send(thread_id, part, None, language)
+        return await self._send(thread_id, part, None, language, interrupt_id)
 
     async def _send(
         self, thread_id: str, part: TextPart | DataPart, agent_id: str | None,
-        language: str | None,
+        language: str | None, interrupt_id: str | None = None,
     ) -> ChatTurn:
         message = Message(
-            message_id=str(uuid.uuid4()), role="user", parts=[part], context_id=thread_id
+            message_id=str(uuid.uuid4()), role="user", parts=[part], context_id=thread_id,
+            metadata={INTERRUPT_ID: interrupt_id} if interrupt_id is not None else None,
         )
         params = MessageSendParams(
             message=message, metadata={"agentId": agent_id} if agent_id else None
@@ -114,7 +124,11 @@ def chat_turn(task: Task, messages: Any) -> ChatTurn:
     reply = None
     if pending is None and status_message is not None:
         reply = status_message.text() or None
-    return ChatTurn(task.context_id, reply, pending, chat_messages(messages))
+    interrupt_id = None
+    if task.status.state == "input-required" and status_message is not None:
+        found = (status_message.metadata or {}).get(INTERRUPT_ID)
+        interrupt_id = found if isinstance(found, str) else None
+    return ChatTurn(task.context_id, reply, pending, chat_messages(messages), interrupt_id)
 
 
 def pending_review_of(task: Task) -> dict[str, Any] | None:

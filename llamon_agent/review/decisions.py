@@ -25,6 +25,7 @@ from typing import Any, Final
 from jsonschema import validators
 from jsonschema.exceptions import ValidationError, best_match
 
+from ..core.bounds import Limits, check_value
 from ..errors import InvalidReviewDecisionError, NoPendingReviewError, ReviewPendingError
 from . import catalog
 
@@ -53,13 +54,16 @@ NO_DECISION: Final = "No decision was given for this action. It was not executed
 
 
 def validate_decisions(
-    decisions: Any, pending_review: Mapping[str, Any] | None, *, language: str | None = None
+    decisions: Any, pending_review: Mapping[str, Any] | None, *, language: str | None = None,
+    limits: Limits | None = None,
 ) -> list[dict[str, Any]]:
     """Check ``decisions`` against ``pending_review``; return them as plain decisions.
 
     The result keeps only each decision's own fields (``approve``: none; ``edit``:
     ``edited_action``; ``reject``: a non-empty ``message``; ``respond``: ``message``), so
-    fields that do not belong to a type are ignored, as the seed says.
+    fields that do not belong to a type are ignored, as the seed says. Edited arguments must
+    be storable JSON within ``limits`` (``LimitExceededError`` otherwise): a tool never runs
+    with arguments whose result the checkpoint could not save.
     """
     actions = _actions(pending_review)
     if not actions:
@@ -70,10 +74,15 @@ def validate_decisions(
             catalog.text("decision_count", language, n_actions=len(actions), n_decisions=received)
         )
     configs = _configs(pending_review)
-    return [
+    checked = [
         _checked(decision, action, configs[i] if i < len(configs) else {}, language)
         for i, (decision, action) in enumerate(zip(decisions, actions, strict=True))
     ]
+    for i, decision in enumerate(checked):
+        edited = decision.get("edited_action")
+        if isinstance(edited, Mapping):
+            check_value(edited.get("args"), limits or Limits(), f"decisions[{i}].edited_action.args")
+    return checked
 
 
 def args_schema_error(

@@ -47,6 +47,8 @@ from langgraph.prebuilt import ToolNode
 from langgraph.runtime import Runtime
 from langgraph.types import Command, Send, interrupt
 
+from ..core.bounds import Limits, check_value
+from ..errors import LimitExceededError
 from . import catalog
 from .decisions import NO_DECISION, REJECTED_BY_USER_MESSAGE, allowed_for, args_schema_error
 from .payload import build_review_request
@@ -175,7 +177,7 @@ def review_graph(
     graph.add_node(
         HUMAN_REVIEW, cast(Any, human_review), destinations=(TOOL_NODE, LLM_CALL, HUMAN_REVIEW)
     )
-    graph.add_node(TOOL_NODE, tool_node)
+    graph.add_node(TOOL_NODE, _storable_only(tool_node))
     graph.add_edge(START, LLM_CALL)
     graph.add_conditional_edges(LLM_CALL, after_model, [HUMAN_REVIEW, TOOL_NODE, END])
     graph.add_edge(TOOL_NODE, LLM_CALL)
@@ -251,6 +253,24 @@ def _decide(
     if problem is not None:
         return replaced, _result(replaced, problem, "error")
     return replaced, None
+
+
+def _storable_only(tool_node: ToolNode) -> Callable[..., Any]:
+    """``ToolNode`` behind a check: a call whose arguments are not storable JSON within the
+    edge limits does not run (its result is an error the model sees, as for arguments that do
+    not fit the tool), so no side effect happens that the checkpoint could not then save."""
+
+    async def tool_node_guarded(payload: Any, config: RunnableConfig) -> Any:
+        call = payload.get("tool_call") if isinstance(payload, Mapping) else None
+        if isinstance(call, Mapping):
+            try:
+                check_value(call.get("args"), Limits(), "args")
+            except LimitExceededError as exc:
+                return {"messages": [_result(cast(ToolCall, call), f"Error: {exc.message}",
+                                             "error")]}
+        return await tool_node.ainvoke(payload, config)
+
+    return tool_node_guarded
 
 
 def _result(call: ToolCall, content: str, status: str) -> ToolMessage:

@@ -37,7 +37,19 @@ class ReviewNotFoundError(LlamonError):
 
 
 class ReviewClosedError(LlamonError):
-    """The review was already decided."""
+    """The review was already decided, or closed because its task ended; ``str(exc)`` says
+    which (``"review already decided"``, ``"review closed: the task was canceled"``)."""
+
+    def __init__(self, review_id: str, message: str = "review already decided") -> None:
+        super().__init__(message)
+        self.review_id = review_id
+        self.message = message
+
+
+def _closed_error(review: Review) -> ReviewClosedError:
+    if review.status == "closed":
+        return ReviewClosedError(review.id, f"review closed: {review.closed_reason}")
+    return ReviewClosedError(review.id)
 
 
 @dataclass(frozen=True)
@@ -57,10 +69,12 @@ class Review:
     context_id: str
     agent_id: str
     draft: Any
-    status: Literal["pending", "decided"] = "pending"
+    status: Literal["pending", "decided", "closed"] = "pending"
     decision: Decision | None = None
     created: str = field(default_factory=now)
     decided: str | None = None
+    closed: str | None = None  # when its task ended before a decision
+    closed_reason: str | None = None  # e.g. "the task was canceled"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -73,6 +87,8 @@ class Review:
             "decision": self.decision.to_json() if self.decision else None,
             "created": self.created,
             "decided": self.decided,
+            "closed": self.closed,
+            "closedReason": self.closed_reason,
         }
 
 
@@ -86,7 +102,14 @@ class HumanReviewPort(Protocol):
 
     async def pending(self) -> list[Review]: ...
 
-    async def decide(self, review_id: str, decision: Decision) -> Review: ...
+    async def decide(self, review_id: str, decision: Decision) -> Review:
+        """Raises ``ReviewClosedError`` when the review is decided or closed."""
+        ...
+
+    async def close_for_task(self, task_id: str, reason: str) -> list[Review]:
+        """Close the task's pending reviews (its task ended: ``reason`` says how); they leave
+        ``pending()`` and ``decide`` refuses them. Returns the reviews it closed."""
+        ...
 
     def on_decision(self, listener: Listener) -> None:
         """Called after every decision (the runtime resumes the waiting task)."""
@@ -132,11 +155,21 @@ class InMemoryReviewPort(_Notifying):
     async def decide(self, review_id: str, decision: Decision) -> Review:
         review = await self.get(review_id)
         if review.status != "pending":
-            raise ReviewClosedError(review_id)
+            raise _closed_error(review)
         review = replace(review, status="decided", decision=decision, decided=now())
         self._reviews[review_id] = review
         await self._notify(review)
         return review
+
+    async def close_for_task(self, task_id: str, reason: str) -> list[Review]:
+        # submit keeps at most one pending review per task, the latest one
+        latest = self._by_task.get(task_id)
+        review = self._reviews[latest] if latest is not None else None
+        if review is None or review.status != "pending":
+            return []
+        review = replace(review, status="closed", closed=now(), closed_reason=reason)
+        self._reviews[review.id] = review
+        return [review]
 
 
 _SCHEMA = """
@@ -149,12 +182,19 @@ CREATE TABLE IF NOT EXISTS llamon_reviews (
     status TEXT NOT NULL,
     decision BLOB,
     created TEXT NOT NULL,
-    decided TEXT
+    decided TEXT,
+    closed TEXT,
+    closed_reason TEXT
 );
 CREATE INDEX IF NOT EXISTS llamon_reviews_task ON llamon_reviews (task_id, status);
 CREATE INDEX IF NOT EXISTS llamon_reviews_status ON llamon_reviews (status);
 """
-_COLUMNS = "id, task_id, context_id, agent_id, draft, status, decision, created, decided"
+_COLUMNS = (
+    "id, task_id, context_id, agent_id, draft, status, decision, created, decided, closed,"
+    " closed_reason"
+)
+#: columns later versions added, for files an earlier version created
+_ADDED_COLUMNS = {"closed": "TEXT", "closed_reason": "TEXT"}
 
 
 def _row(row: tuple[Any, ...]) -> Review:
@@ -163,7 +203,15 @@ def _row(row: tuple[Any, ...]) -> Review:
         id=row[0], task_id=row[1], context_id=row[2], agent_id=row[3],
         draft=orjson.loads(row[4]), status=row[5],
         decision=Decision(**decision) if decision else None, created=row[7], decided=row[8],
+        closed=row[9], closed_reason=row[10],
     )
+
+
+def _migrate(conn: sqlite3.Connection) -> None:
+    present = {row[1] for row in conn.execute("PRAGMA table_info(llamon_reviews)")}
+    for name, kind in _ADDED_COLUMNS.items():
+        if name not in present:
+            conn.execute(f"ALTER TABLE llamon_reviews ADD COLUMN {name} {kind}")
 
 
 class SQLiteReviewPort(_Notifying):
@@ -173,6 +221,7 @@ class SQLiteReviewPort(_Notifying):
         super().__init__()
         self._conn = conn
         conn.executescript(_SCHEMA)
+        _migrate(conn)
         conn.commit()
 
     async def submit(self, *, task_id: str, context_id: str, agent_id: str, draft: Any) -> Review:
@@ -185,9 +234,9 @@ class SQLiteReviewPort(_Notifying):
         review = Review(str(uuid.uuid4()), task_id, context_id, agent_id, draft)
         with self._conn:
             self._conn.execute(
-                f"INSERT INTO llamon_reviews ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                f"INSERT INTO llamon_reviews ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (review.id, task_id, context_id, agent_id, orjson.dumps(draft), "pending",
-                 None, review.created, None),
+                 None, review.created, None, None, None),
             )
         return review
 
@@ -214,8 +263,16 @@ class SQLiteReviewPort(_Notifying):
                 (orjson.dumps(decision.to_json()), decided, review_id),
             )
         if cur.rowcount == 0:
-            await self.get(review_id)  # raises when it does not exist
-            raise ReviewClosedError(review_id)
+            raise _closed_error(await self.get(review_id))  # get raises when it does not exist
         review = await self.get(review_id)
         await self._notify(review)
         return review
+
+    async def close_for_task(self, task_id: str, reason: str) -> list[Review]:
+        with self._conn:
+            rows = self._conn.execute(
+                f"UPDATE llamon_reviews SET status = 'closed', closed = ?, closed_reason = ?"
+                f" WHERE task_id = ? AND status = 'pending' RETURNING {_COLUMNS}",
+                (now(), reason, task_id),
+            ).fetchall()
+        return [_row(r) for r in rows]

@@ -17,9 +17,21 @@ from ..stores.base import StoredTask
 from .hitl_graph import CLEAR, REQUEST_KEY, public_payload
 from .turn import Pending
 
-__all__ = ["answers_in", "carries_decisions", "graph_input", "review_resume"]
+__all__ = [
+    "answered_by",
+    "answers_in",
+    "bound_interrupt",
+    "carries_decisions",
+    "graph_input",
+    "remember_answer",
+    "review_resume",
+]
 
 DECISIONS = "decisions"
+INTERRUPT_ID = "interruptId"  # message.metadata: the question an answer is bound to
+MAX_INTERRUPT_ID = 128  # LangGraph's ids are 32 hex digits; a forwarded one may be longer
+_ANSWERED = "answered"  # record.extra: interrupt id -> id of the message that answered it
+_MAX_ANSWERED = 16  # a retry comes soon after its answer: the last few questions are enough
 
 _INTERRUPT_ID = re.compile(r"^[0-9a-f]{32}$")
 
@@ -75,6 +87,42 @@ def answers_in(message: Message, pending: Sequence[Pending], asked: Pending) -> 
             "The task is waiting for an answer: send a text part or a data part {\"value\": ...}"
         )
     return {asked.id: text}
+
+
+def bound_interrupt(message: Message) -> str | None:
+    """The question a message answers, when it says (``metadata.interruptId``).
+
+    Plain text cannot say which question it answers: a client that retries after a timeout
+    would answer the next question with it. Bound to an interrupt id, an answer can be told
+    apart from its own retry (same ``messageId``) and from a stale copy (another one)."""
+    value = (message.metadata or {}).get(INTERRUPT_ID)
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value or len(value) > MAX_INTERRUPT_ID:
+        raise InvalidParamsError(
+            f"metadata.{INTERRUPT_ID} must be a non-empty string of at most "
+            f"{MAX_INTERRUPT_ID} characters (the interruptId of the question answered)",
+            data={"field": f"message.metadata.{INTERRUPT_ID}"},
+        )
+    return value
+
+
+def answered_by(record: StoredTask, interrupt_id: str) -> str | None:
+    """The id of the message that answered ``interrupt_id`` on this task, if remembered."""
+    answered = record.extra.get(_ANSWERED)
+    found = answered.get(interrupt_id) if isinstance(answered, dict) else None
+    return found if isinstance(found, str) else None
+
+
+def remember_answer(record: StoredTask, interrupt_id: str, message_id: str) -> None:
+    """Note which message answered which question (the last ``_MAX_ANSWERED`` of them), so a
+    retry of it is recognised. Kept only when the turn that took the answer is stored."""
+    earlier = record.extra.get(_ANSWERED)
+    answered = {
+        k: v for k, v in (earlier if isinstance(earlier, dict) else {}).items() if k != interrupt_id
+    }
+    answered[interrupt_id] = message_id
+    record.extra[_ANSWERED] = dict(list(answered.items())[-_MAX_ANSWERED:])
 
 
 def carries_decisions(message: Message) -> bool:

@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator
 from itertools import islice
 from typing import Any
 
-from ..a2a.types import WireModel
+from ..a2a.types import Task, WireModel
 
 __all__ = ["Event", "EventHub", "EventLog", "Subscription", "iterate", "prepend"]
 
@@ -71,9 +71,12 @@ class EventLog:
         self.finished = True
         self._subscribers: set[Subscription] = set()
         self._buffer = buffer
+        self._dropped = 0  # the latest seq of an event dropped from the middle of ``events``
 
     def publish(self, seq: int, payload: WireModel, *, final: bool = False) -> None:
         self.seq = seq
+        if isinstance(payload, Task):
+            self._drop_snapshots()
         event = (seq, payload)
         self.events.append(event)
         for sub in list(self._subscribers):
@@ -88,11 +91,24 @@ class EventLog:
             sub._close()
         self._subscribers.clear()
 
+    def _drop_snapshots(self) -> None:
+        """Keep one Task snapshot: each turn starts with one holding the whole task, read anew
+        from the store, so keeping every turn's held turns x history (a task of many small
+        answers: hundreds of MB, and pauses of over a second; docs/storage.md).
+        Replays from before a dropped snapshot fall back as for events no longer retained."""
+        kept: deque[Event] = deque(maxlen=self.events.maxlen)
+        for event in self.events:
+            if isinstance(event[1], Task):
+                self._dropped = max(self._dropped, event[0])
+            else:
+                kept.append(event)
+        self.events = kept
+
     def replay_after(self, seq: int) -> list[Event] | None:
         """Events after ``seq``, or ``None`` when some of them are no longer retained."""
         if seq >= self.seq:
             return []
-        if not self.events or self.events[0][0] > seq + 1:
+        if self._dropped > seq or not self.events or self.events[0][0] > seq + 1:
             return None
         return [e for e in self.events if e[0] > seq]
 
@@ -126,6 +142,13 @@ class EventHub:
         log.finished = False
         self._trim()
         return log
+
+    def discard(self, task_id: str) -> None:
+        """Close and forget a task's log (a task whose recovery failed: readers go to the
+        store, which says ``failed``)."""
+        log = self._logs.pop(task_id, None)
+        if log is not None:
+            log.close()
 
     def _trim(self) -> None:
         """Forget the oldest finished logs beyond ``keep_finished`` (oldest first, stop early)."""

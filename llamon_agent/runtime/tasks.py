@@ -49,12 +49,14 @@ from ..a2a.types import (
     WireModel,
 )
 from ..agent import Agent
+from ..core.bounds import Limits
 from ..core.normalize import Reask, normalize_answer
 from ..errors import (
     ContentTypeNotSupportedError,
     InvalidParamsError,
     NoPendingReviewError,
     PushNotificationNotSupportedError,
+    StaleAnswerError,
     TaskNotCancelableError,
     TaskNotFoundError,
     UnsupportedOperationError,
@@ -62,15 +64,25 @@ from ..errors import (
 from ..review import catalog
 from ..reviewer.node import TaskRejected, is_review_wait
 from ..reviewer.port import HumanReviewPort, Review, ReviewNotFoundError
-from ..stores.base import StoredTask
+from ..stores.base import StoredTask, UnreadableRow
 from ..stores.storage import Storage
 from . import messages
-from .answers import answers_in, carries_decisions, graph_input, is_review, review_resume
+from .answers import (
+    answered_by,
+    answers_in,
+    bound_interrupt,
+    carries_decisions,
+    graph_input,
+    is_review,
+    remember_answer,
+    review_resume,
+)
 from .children import Children
 from .events import Event, EventHub, EventLog, iterate, prepend
 from .hitl_graph import public_payload, resume_value
 from .run_settings import added_reviews, remember_reviews, run_settings
 from .runner import run_turn
+from .task_bound import check_task_bytes
 from .turn import (
     Ending,
     Pending,
@@ -108,6 +120,7 @@ class TaskManager:
     def __init__(
         self, agents: Sequence[Agent], storage: Storage, *, shutdown_grace: float = 10.0,
         reviews: HumanReviewPort | None = None, review_wait: float = 5.0,
+        limits: Limits | None = None,
     ) -> None:
         if not agents:
             raise ValueError("serve at least one agent")
@@ -126,6 +139,7 @@ class TaskManager:
         self._shutdown_grace = shutdown_grace
         self._reviews = reviews
         self._review_wait = review_wait
+        self._limits = limits or Limits()
         self._http: httpx.AsyncClient | None = None  # for remote children of orchestrators
         self._children: dict[str, Children] = {}
 
@@ -192,6 +206,8 @@ class TaskManager:
         """``language`` is the request's (``Accept-Language``); review texts use it."""
         turn = await self._begin(params, language=language)
         history_length = params.configuration.history_length if params.configuration else None
+        if isinstance(turn, StoredTask):  # a retry of an answer already taken
+            return response_copy(turn, history_length)
         if turn.blocking:
             await turn.done.wait()
             if turn.parked:  # waiting for a reviewer: wait a bounded time for the end
@@ -219,12 +235,15 @@ class TaskManager:
     ) -> AsyncIterator[Event]:
         """Validates and starts the turn before returning; the iterator only delivers events."""
         turn = await self._begin(params, subscribe=True, language=language)
+        if isinstance(turn, StoredTask):  # a retry of an answer already taken: the task as is
+            return await self.resubscribe(turn.id, None)
         assert turn.subscription is not None
         return turn.subscription.__aiter__()
 
     async def _begin(
         self, params: MessageSendParams, *, subscribe: bool = False, language: str | None = None
-    ) -> Turn:
+    ) -> Turn | StoredTask:
+        """The turn the message starts, or the task it already answered (a retry)."""
         message = params.message
         if message.role != "user":
             raise InvalidParamsError("messages sent to an agent must have role 'user'")
@@ -259,9 +278,18 @@ class TaskManager:
         else:
             context_id = message.context_id or str(uuid.uuid4())
 
+        bound = bound_interrupt(message)
+        if bound is not None:
+            # before the claim: a retry that arrives while its answer's turn still runs is
+            # answered with the task as it stands, not "busy"
+            replayed = await self._replayed(message, context_id, bound)
+            if replayed is not None:
+                return replayed
         self._claim(context_id)
         try:
             turn = await self._route(params, context_id, hint, language)
+            # before anything is stored or run
+            await check_task_bytes(turn, self._limits, self._storage.checkpointer)
             remember_reviews(turn.record, added)
             turn.settings = run_settings(turn.record, catalog.resolve(language))
         except BaseException:
@@ -272,6 +300,19 @@ class TaskManager:
         await self._start(turn)
         return turn
 
+    async def _replayed(
+        self, message: Message, context_id: str, bound: str
+    ) -> StoredTask | None:
+        """The task (live or stored) on which this very message already answered ``bound``."""
+        task_id = message.task_id
+        if task_id is None:
+            latest = await self._store.latest_in_context(context_id)
+            task_id = latest.id if latest is not None else None
+        record = await self._load(task_id) if task_id is not None else None
+        if record is not None and answered_by(record, bound) == message.message_id:
+            return record
+        return None
+
     def _claim(self, context_id: str) -> None:
         if context_id in self._claims:
             running = self._claims[context_id]
@@ -279,7 +320,7 @@ class TaskManager:
         self._claims[context_id] = None
 
     def _release(self, context_id: str, turn: Turn | None) -> None:
-        if self._claims.get(context_id) is turn:
+        if context_id in self._claims and self._claims[context_id] is turn:
             del self._claims[context_id]
 
     async def _route(
@@ -308,6 +349,18 @@ class TaskManager:
                 raise TaskNotFoundError(data={"taskId": message.task_id})
         else:
             target = latest if latest is not None and latest.state not in TERMINAL_STATES else None
+        bound = bound_interrupt(message)
+        if bound is not None and (
+            target is None or target.state in TERMINAL_STATES or target.pending_interrupt != bound
+        ):
+            # the question it answers was answered (by another message) or never asked here:
+            # taking it would answer whatever is asked now (a task parked for a reviewer asks
+            # nothing the client can answer)
+            shown = target or latest
+            raise StaleAnswerError(
+                shown.id if shown is not None else None, bound,
+                shown.pending_interrupt if shown is not None else None,
+            )
         if target is not None:
             if target.state in TERMINAL_STATES:
                 raise UnsupportedOperationError(
@@ -380,6 +433,9 @@ class TaskManager:
             k: v for k, v in (earlier if isinstance(earlier, dict) else {}).items()
             if k in pending_ids
         }
+        # the record is stored only with the turn this answer starts; a refused answer leaves
+        # no trace
+        remember_answer(record, asked.id, message.message_id)
         for interrupt_id, raw in answers_in(message, pending, asked).items():
             answered = next(p for p in pending if p.id == interrupt_id)
             value = answered.value
@@ -485,7 +541,7 @@ class TaskManager:
         except asyncio.CancelledError:
             # shutdown: store the turn as running so that the next start recovers it
             log.warning("task %s stopped by shutdown; it is recovered at the next start", record.id)
-            await self._store.save(record)
+            await self._save(record)
             raise
         except Exception:  # the store failed while reporting: nothing more can be said
             log.exception("task %s could not be finalised", record.id)
@@ -534,11 +590,23 @@ class TaskManager:
         turn.parked = ending.parked
         first = record.event_seq + 1
         record.event_seq += len(events)  # the stored task knows the ids of its final events
-        await self._store.save(record)
+        await self._save(record)
         turn.log.snapshot = record.task
         for offset, payload in enumerate(events):
             last = offset == len(events) - 1
             turn.log.publish(first + offset, payload, final=last and ending.final)
+
+    async def _save(self, record: StoredTask) -> None:
+        """Every write of a task goes here. A terminal state closes the task's pending reviews,
+        so a reviewer deciding afterwards is told (409) instead of deciding nothing."""
+        await self._store.save(record)
+        if record.state not in TERMINAL_STATES or self._reviews is None:
+            return
+        try:
+            ended = "failed" if record.state == "failed" else f"was {record.state}"
+            await self._reviews.close_for_task(record.id, f"the task {ended}")
+        except Exception:  # the task's end is stored: report it even so
+            log.exception("reviews of task %s could not be closed", record.id)
 
     def _runtime_settings(self, turn: Turn) -> dict[str, Any]:
         """``configurable["llamon"]`` of a run: the request's settings plus what nodes use to
@@ -632,7 +700,7 @@ class TaskManager:
         record = turn.record
         record.event_seq += 1
         if save:
-            await self._store.save(record)
+            await self._save(record)
         turn.log.snapshot = record.task
         turn.log.publish(record.event_seq, payload, final=final)
 
@@ -696,38 +764,69 @@ class TaskManager:
         checkpoint, as LangGraph's durable execution does; the interrupted step runs again.
         Otherwise the run's outcome is unknown: fail the task with a message.
         """
+        for found in await self._store.unfinished():
+            if isinstance(found, UnreadableRow):
+                log.error("recovery: task %s cannot be read (%s)", found.id, found.reason)
+                await self._fail_unrecoverable(found, "its stored record cannot be read")
+                continue
+            try:
+                await self._recover_one(found)
+            except Exception as exc:  # one bad task never stops the server from starting
+                log.exception("recovery: task %s could not be recovered", found.id)
+                self._release(found.context_id, None)
+                await self._fail_unrecoverable(found, f"it could not be recovered ({exc})")
+
+    async def _recover_one(self, record: StoredTask) -> None:
         fallback = next(iter(self._served.values()))
-        for record in await self._store.unfinished():
-            served = self._served.get(record.agent_id)
-            snapshot = None
-            if served is not None:
-                snapshot = await served.graph.aget_state(config_for(record.context_id))  # type: ignore[arg-type]
-            events = self._hub.open(record.id, record.event_seq)
-            if served is not None and snapshot is not None and snapshot.interrupts and is_review_wait(
-                snapshot.interrupts[0].value
-            ):
-                await self._recover_review(record, served, snapshot.interrupts, events)
-                continue
-            if served is not None and snapshot is not None and snapshot.next and not snapshot.interrupts:
-                self._claim(record.context_id)
-                await self._start(Turn(record, served, None, events, blocking=False))
-                continue
-            turn = Turn(record, served or fallback, None, events, runs=False)
-            if snapshot is not None and snapshot.interrupts:
-                pending = tuple(Pending(i.id, i.value) for i in snapshot.interrupts)
-                question = messages.question_message(
-                    pending[0].value, pending[0].id, record.id, record.context_id
-                )
-                await self._end(turn, Ending("input-required", question, pending=pending))
-            else:
-                note = messages.agent_message(
-                    [TextPart(
-                        kind="text", text="The server stopped while this task was running."
-                    )],
-                    record.id, record.context_id,
-                )
-                await self._end(turn, Ending("failed", note))
-            turn.log.close()
+        served = self._served.get(record.agent_id)
+        snapshot = None
+        if served is not None:
+            snapshot = await served.graph.aget_state(config_for(record.context_id))  # type: ignore[arg-type]
+        events = self._hub.open(record.id, record.event_seq)
+        if served is not None and snapshot is not None and snapshot.interrupts and is_review_wait(
+            snapshot.interrupts[0].value
+        ):
+            await self._recover_review(record, served, snapshot.interrupts, events)
+            return
+        if served is not None and snapshot is not None and snapshot.next and not snapshot.interrupts:
+            self._claim(record.context_id)
+            await self._start(Turn(record, served, None, events, blocking=False))
+            return
+        turn = Turn(record, served or fallback, None, events, runs=False)
+        if snapshot is not None and snapshot.interrupts:
+            pending = tuple(Pending(i.id, i.value) for i in snapshot.interrupts)
+            question = messages.question_message(
+                pending[0].value, pending[0].id, record.id, record.context_id
+            )
+            await self._end(turn, Ending("input-required", question, pending=pending))
+        else:
+            note = messages.agent_message(
+                [TextPart(
+                    kind="text", text="The server stopped while this task was running."
+                )],
+                record.id, record.context_id,
+            )
+            await self._end(turn, Ending("failed", note))
+        turn.log.close()
+
+    async def _fail_unrecoverable(self, found: StoredTask | UnreadableRow, why: str) -> None:
+        """Store the task ``failed`` with a message saying why; when even that cannot be
+        stored, log it and leave the row as it is (the next start tries again)."""
+        text = f"The server could not resume this task after a restart: {why}."
+        try:
+            note = messages.agent_message(
+                [TextPart(kind="text", text=text)], found.id, found.context_id
+            )
+            task = Task(id=found.id, context_id=found.context_id,
+                        status=messages.status("failed", note))
+            if isinstance(found, StoredTask):  # keep what can still be read
+                task = found.task.model_copy(update={"status": task.status})
+            await self._save(
+                StoredTask(task=task, agent_id=found.agent_id, event_seq=found.event_seq + 1)
+            )
+            self._hub.discard(found.id)
+        except Exception:
+            log.exception("recovery: task %s could not be marked failed; skipped", found.id)
 
 
     async def _recover_review(

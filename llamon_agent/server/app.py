@@ -13,12 +13,14 @@ import anyio
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
 from ..agent import Agent
-from ..errors import A2AError, InternalError
+from ..core.bounds import Limits
+from ..errors import A2AError, InternalError, PayloadTooLargeError
 from ..review.catalog import language_of
 from ..reviewer.port import HumanReviewPort, InMemoryReviewPort
 from ..runtime.events import Event
@@ -26,7 +28,9 @@ from ..runtime.tasks import TaskManager
 from ..stores.base import TaskStore
 from ..stores.storage import Storage, open_storage
 from . import jsonrpc
+from .body import read_body
 from .card import CardSource, build_card, load_card
+from .guard import ErrorGuard
 from .hitl_rest import default_chat_agent, hitl_routes
 from .reviews_rest import review_routes
 
@@ -39,8 +43,11 @@ _JSON = "application/json"
 _SSE_HEADERS = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
 
 
-def _json(body: bytes) -> Response:
-    return Response(body, media_type=_JSON)
+_CLOSE = {"Connection": "close"}  # the rest of an unread body is never read
+
+
+def _json(body: bytes, headers: dict[str, str] | None = None) -> Response:
+    return Response(body, media_type=_JSON, headers=headers)
 
 
 def create_app(
@@ -51,7 +58,7 @@ def create_app(
     checkpointer: BaseCheckpointSaver[Any] | None = None,
     card: CardSource = None,
     public_url: str | None = None,
-    max_body_bytes: int = 10 * 1024 * 1024,
+    limits: Limits | None = None,
     shutdown_grace: float = 5.0,
     chat_agent: str | None = None,
     reviews: HumanReviewPort | None = None,
@@ -63,7 +70,10 @@ def create_app(
     Storage: ``db`` is a SQLite file (default ``$LLAMON_DB`` or ``llamon.sqlite3``) or
     ``":memory:"``; or pass your own ``task_store`` and ``checkpointer`` together.
     ``card`` is an agent-card JSON file or mapping (default: built from the agents);
-    ``public_url`` is the endpoint URL the card advertises (default: the request's origin).
+    ``public_url`` is the endpoint URL the card advertises (default: the local address the
+    connection arrived on; never the request's ``Host`` header, which any client can set).
+    ``limits`` bounds everything a client sends (``Limits``: body size, nesting depth, text,
+    parts, data and file sizes; defaults in docs/limits.md).
     ``shutdown_grace``: at shutdown, running turns get this long to finish (their open streams
     deliver the final event) before they are cancelled and left for recovery at the next start.
 
@@ -84,6 +94,7 @@ def create_app(
     if (task_store is None) != (checkpointer is None):
         raise ValueError("pass task_store and checkpointer together, or neither")
     card_template = load_card(card, agents)
+    limits = limits or Limits()
     if chat_agent is not None and chat_agent not in {a.id for a in agents}:
         raise ValueError(f"chat_agent {chat_agent!r} is not one of the served agents")
 
@@ -106,18 +117,21 @@ def create_app(
     def _manager(storage: Storage) -> TaskManager:
         return TaskManager(
             agents, storage, shutdown_grace=shutdown_grace,
-            reviews=reviews or storage.reviews, review_wait=review_wait,
+            reviews=reviews or storage.reviews, review_wait=review_wait, limits=limits,
         )
 
     async def agent_card(request: Request) -> Response:
-        url = public_url or str(request.base_url)
+        url = public_url or _local_url(request)
         return _json(jsonrpc.orjson.dumps(build_card(card_template, url)))
 
     async def rpc(request: Request) -> Response:
         manager: TaskManager = request.app.state.manager
-        body = await request.body()  # the whole body, before any streaming response starts
+        try:  # the whole body, before any streaming response starts
+            body = await read_body(request, limits.max_body_bytes)
+        except PayloadTooLargeError as exc:
+            return _json(jsonrpc.error_body(exc, None), headers=_CLOSE)
         try:
-            call = jsonrpc.parse(body, max_body_bytes)
+            call = jsonrpc.parse(body, limits)
         except jsonrpc.EnvelopeError as exc:
             return _json(jsonrpc.error_body(exc.error, exc.request_id))
         language = language_of(request.headers.get("accept-language"))
@@ -136,10 +150,24 @@ def create_app(
         Route("/", rpc, methods=["POST"]),
         Route("/.well-known/agent-card.json", agent_card, methods=["GET"]),
         Route("/.well-known/agent.json", agent_card, methods=["GET"]),
-        *hitl_routes(chat_agent or default_chat_agent(agents)),
-        *review_routes(reviewer_token or os.environ.get("LLAMON_REVIEWER_TOKEN")),
+        *hitl_routes(chat_agent or default_chat_agent(agents), limits),
+        *review_routes(reviewer_token or os.environ.get("LLAMON_REVIEWER_TOKEN"), limits),
     ]
-    return Starlette(routes=routes, lifespan=lifespan)
+    return Starlette(routes=routes, lifespan=lifespan, middleware=[Middleware(ErrorGuard)])
+
+
+def _local_url(request: Request) -> str:
+    """The URL of the address the connection arrived on (ASGI ``server``), not the ``Host``
+    header: a card must not advertise an endpoint a client made up."""
+    scheme = "https" if request.url.scheme in ("https", "wss") else "http"
+    server = request.scope.get("server")
+    host, port = (server[0], server[1]) if server else ("localhost", None)
+    if not host or host.startswith("/"):  # a Unix socket: no address to advertise
+        host, port = "localhost", None
+    if ":" in host:
+        host = f"[{host}]"
+    default = 443 if scheme == "https" else 80
+    return f"{scheme}://{host}/" if port in (None, default) else f"{scheme}://{host}:{port}/"
 
 
 def _last_event_id(request: Request) -> int | None:

@@ -1,7 +1,10 @@
 """The reviewed-chat REST API (seed 000): ``POST /hitl/chat``, ``POST /hitl/review``.
 
-Both answer a ``ChatTurn`` as JSON: ``{"thread_id", "reply", "pending_review", "messages"}``.
-``thread_id`` is the A2A ``contextId`` of the same conversation. Status codes follow the seed:
+Both answer a ``ChatTurn`` as JSON: ``{"thread_id", "reply", "pending_review", "interrupt_id",
+"messages"}``. ``thread_id`` is the A2A ``contextId`` of the same conversation;
+``interrupt_id`` names what waits (``null`` when nothing does): sent back in ``/hitl/review``'s
+body, it binds the decisions to that review, so a retried request cannot decide the next one.
+Status codes follow the seed:
 
 * 422: the body's shape (pydantic: ``ChatRequest`` / ``ReviewRequest``), with FastAPI's
   ``{"detail": [{"type", "loc", "msg"}]}``; e.g. ``decisions`` empty, a decision that is not an
@@ -11,7 +14,8 @@ Both answer a ``ChatTurn`` as JSON: ``{"thread_id", "reply", "pending_review", "
   ``ReviewPendingError``, ``InvalidReviewDecisionError``: the count, a type the action does not
   allow, ``edit`` without ``edited_action``, ``args`` failing the tool's ``args_schema``); other
   bad requests (an unknown ``agent_id``, a thread of another agent) are 400 too;
-* 409: the thread is busy (a turn is running) or otherwise cannot take a message.
+* 409: the thread is busy (a turn is running) or otherwise cannot take a message, or
+  ``interrupt_id`` names a review that is no longer pending (``StaleAnswerError``).
 
 Texts follow the request's ``Accept-Language`` (``id`` or ``en``), else ``$LLAMON_LANGUAGE``.
 ``GET /hitl/openapi.json`` is the OpenAPI 3.1 document of both endpoints.
@@ -23,17 +27,19 @@ import logging
 from collections.abc import Sequence
 from typing import Annotated, Any, Literal
 
-import orjson
-from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictStr
 from pydantic.json_schema import models_json_schema
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
 from ..agent import Agent
-from ..errors import A2AError, ReviewError, TaskNotFoundError, UnsupportedOperationError
+from ..core.bounds import Limits, check_id, check_text, check_value
+from ..errors import A2AError, LimitExceededError
 from ..review.catalog import language_of
 from ..review.chat import ReviewedChatUseCase
+from ..runtime.answers import MAX_INTERRUPT_ID
+from .rest_edge import error_response, json_response, read_model
 
 __all__ = [
     "CHAT_AGENT",
@@ -48,7 +54,6 @@ log = logging.getLogger(__name__)
 
 #: the agent ``/hitl/chat`` talks to when neither the request nor ``create_app`` names one
 CHAT_AGENT = "email-assistant"
-_MAX_BODY = 1024 * 1024
 
 
 class _Body(BaseModel):
@@ -61,6 +66,11 @@ class ChatRequest(_Body):
     message: Annotated[StrictStr, Field(min_length=1)]
     thread_id: StrictStr | None = None
     agent_id: StrictStr | None = None
+
+    def check_limits(self, limits: Limits) -> None:
+        check_text(self.message, limits, "message")
+        check_id(self.thread_id, limits, "thread_id")
+        check_id(self.agent_id, limits, "agent_id")
 
 
 class EditedAction(_Body):
@@ -98,6 +108,27 @@ class ReviewRequest(_Body):
 
     thread_id: StrictStr
     decisions: Annotated[list[Decision], Field(min_length=1)]
+    interrupt_id: Annotated[StrictStr, Field(min_length=1, max_length=MAX_INTERRUPT_ID)] | None = (
+        Field(default=None, description="the `interrupt_id` of the turn that showed the review: "
+              "the decisions then apply to that review only (409 once it is no longer pending), "
+              "so a retried request cannot decide the next review")
+    )
+
+    def check_limits(self, limits: Limits) -> None:
+        check_id(self.thread_id, limits, "thread_id")
+        if len(self.decisions) > limits.max_parts:
+            raise LimitExceededError(
+                f"decisions has {len(self.decisions)} entries, over the limit of "
+                f"{limits.max_parts}", limit="max_parts", field="decisions",
+                maximum=limits.max_parts,
+            )
+        for i, decision in enumerate(self.decisions):
+            if isinstance(decision, EditDecision) and decision.edited_action is not None:
+                edited = decision.edited_action
+                check_id(edited.name, limits, f"decisions.{i}.edited_action.name")
+                check_value(edited.args, limits, f"decisions.{i}.edited_action.args")
+            elif isinstance(decision, (RejectDecision, RespondDecision)) and decision.message:
+                check_text(decision.message, limits, f"decisions.{i}.message")
 
 
 # ----------------------------------------------------------------------------- documented replies
@@ -142,6 +173,9 @@ class ChatTurnOut(BaseModel):
     thread_id: str = Field(description="the A2A contextId of the conversation")
     reply: str | None = Field(description="the agent's text; null while a review is pending")
     pending_review: PendingReviewOut | None
+    interrupt_id: str | None = Field(
+        description="the id of what waits (send it back in `/hitl/review`); null when nothing does"
+    )
     messages: list[ChatMessageOut]
 
 
@@ -153,6 +187,10 @@ class ValidationIssueOut(BaseModel):
     type: str
     loc: list[str | int]
     msg: str
+    limit: str | None = Field(
+        default=None, description="type `limit_exceeded`: the edge limit (docs/limits.md)"
+    )
+    max: int | None = Field(default=None, description="type `limit_exceeded`: its value")
 
 
 class ValidationErrorOut(BaseModel):
@@ -167,50 +205,16 @@ def default_chat_agent(agents: Sequence[Agent]) -> str:
     return CHAT_AGENT if CHAT_AGENT in ids else ids[0]
 
 
-def _json(body: Any, status: int = 200) -> Response:
-    return Response(
-        orjson.dumps(body, default=str), status_code=status, media_type="application/json"
-    )
-
-
-def _invalid(exc: ValidationError) -> Response:
-    issues = [
-        {"type": e["type"], "loc": ["body", *e["loc"]], "msg": e["msg"]}
-        for e in exc.errors(include_url=False, include_context=False, include_input=False)
-    ]
-    return _json({"detail": issues}, 422)
-
-
-def _failure(exc: A2AError) -> Response:
-    if isinstance(exc, ReviewError):
-        return _json({"detail": exc.message}, exc.http_status)
-    if isinstance(exc, TaskNotFoundError):
-        return _json({"detail": exc.message}, 404)
-    if isinstance(exc, UnsupportedOperationError):
-        return _json({"detail": exc.message}, 409)
-    if exc.code == -32603:
-        return _json({"detail": exc.message}, 500)
-    return _json({"detail": exc.message}, 400)
-
-
-async def _body(request: Request, model: type[_Body]) -> _Body | Response:
-    raw = await request.body()
-    if len(raw) > _MAX_BODY:
-        return _json({"detail": "Payload too large"}, 413)
-    try:
-        return model.model_validate_json(raw or b"null")
-    except ValidationError as exc:
-        return _invalid(exc)
-
-
-def hitl_routes(chat_agent: str) -> list[Route]:
+def hitl_routes(chat_agent: str, limits: Limits | None = None) -> list[Route]:
     """The REST routes; the app's ``state.manager`` is the ``TaskManager`` they use."""
+
+    limits = limits or Limits()
 
     def use_case(request: Request) -> ReviewedChatUseCase:
         return ReviewedChatUseCase(request.app.state.manager, chat_agent)
 
     async def chat(request: Request) -> Response:
-        body = await _body(request, ChatRequest)
+        body = await read_model(request, ChatRequest, limits)
         if isinstance(body, Response):
             return body
         assert isinstance(body, ChatRequest)
@@ -220,11 +224,11 @@ def hitl_routes(chat_agent: str) -> list[Route]:
                 body.message, body.thread_id, agent_id=body.agent_id, language=language
             )
         except A2AError as exc:
-            return _failure(exc)
-        return _json(turn.to_dict())
+            return error_response(exc)
+        return json_response(turn.to_dict())
 
     async def review(request: Request) -> Response:
-        body = await _body(request, ReviewRequest)
+        body = await read_model(request, ReviewRequest, limits)
         if isinstance(body, Response):
             return body
         assert isinstance(body, ReviewRequest)
@@ -232,14 +236,14 @@ def hitl_routes(chat_agent: str) -> list[Route]:
         decisions = [d.model_dump(exclude_none=True) for d in body.decisions]
         try:
             turn = await use_case(request).submit_review(
-                decisions, body.thread_id, language=language
+                decisions, body.thread_id, language=language, interrupt_id=body.interrupt_id
             )
         except A2AError as exc:
-            return _failure(exc)
-        return _json(turn.to_dict())
+            return error_response(exc)
+        return json_response(turn.to_dict())
 
     async def openapi(request: Request) -> Response:
-        return _json(openapi_document())
+        return json_response(openapi_document())
 
     return [
         Route("/hitl/chat", chat, methods=["POST"]),
@@ -266,8 +270,13 @@ def openapi_document() -> dict[str, Any]:
             "200": {"description": description, "content": content("ChatTurnOut")},
             "400": {"description": "a review error or a bad request; the text is `detail`",
                     "content": content("ErrorOut")},
-            "409": {"description": "the thread is busy", "content": content("ErrorOut")},
-            "422": {"description": "the body's shape", "content": content("ValidationErrorOut")},
+            "409": {"description": "the thread is busy, or `interrupt_id` names a review that "
+                    "is no longer pending (a stale retry)", "content": content("ErrorOut")},
+            "413": {"description": "the body is over the size limit; the connection is closed",
+                    "content": content("ErrorOut")},
+            "422": {"description": "the body's shape, or an edge limit (`limit_exceeded`, "
+                    "naming `limit` and `max`)", "content": content("ValidationErrorOut")},
+            "500": {"description": "an unexpected server error", "content": content("ErrorOut")},
         }
 
     language = {

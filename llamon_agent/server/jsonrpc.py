@@ -9,13 +9,15 @@ from typing import Any
 import orjson
 from pydantic import BaseModel, ValidationError
 
+from ..a2a.limits import check_params
 from ..a2a.types import MessageSendParams, TaskIdParams, TaskQueryParams, WireModel
+from ..core import bounds
+from ..core.bounds import Limits
 from ..errors import (
     A2AError,
     AuthenticatedExtendedCardNotConfiguredError,
     InvalidParamsError,
     InvalidRequestError,
-    JSONParseError,
     MethodNotFoundError,
     PushNotificationNotSupportedError,
 )
@@ -78,46 +80,66 @@ def _validation_details(exc: ValidationError) -> list[dict[str, Any]]:
     ]
 
 
-def parse(body: bytes, max_bytes: int) -> Request:
-    """Body -> typed request; raises ``EnvelopeError`` with the id to answer."""
-    if len(body) > max_bytes:
-        raise EnvelopeError(InvalidRequestError("Payload too large"), None)
+def _usable_id(obj: dict[str, Any]) -> str | int | None:
+    request_id = obj.get("id")
+    if isinstance(request_id, bool) or not isinstance(request_id, (str, int)):
+        return None
+    return request_id
+
+
+def parse(body: bytes, limits: Limits) -> Request:
+    """Body -> typed request; raises ``EnvelopeError`` with the id to answer.
+
+    The order of checks is the one the official conformance suite expects (docs/wire.md):
+    size, JSON, the envelope's version, the method (``-32601``), the params (``-32602``,
+    edge limits included), and only then a missing or unusable id (``-32600``)."""
     try:
-        obj = orjson.loads(body)
-    except orjson.JSONDecodeError:
-        raise EnvelopeError(JSONParseError(), None) from None
+        obj = bounds.parse_json(body, limits)
+    except A2AError as exc:
+        raise EnvelopeError(exc, None) from None
     if isinstance(obj, list):
         raise EnvelopeError(InvalidRequestError("Batch requests are not supported"), None)
     if not isinstance(obj, dict):
         raise EnvelopeError(InvalidRequestError("The request must be a JSON object"), None)
-    request_id = obj.get("id")
-    if "id" not in obj or request_id is None:
+    answer_id = _usable_id(obj)
+    if obj.get("jsonrpc") != "2.0":
+        raise EnvelopeError(InvalidRequestError("jsonrpc must be exactly \"2.0\""), answer_id)
+    method = obj.get("method")
+    if not isinstance(method, str):
+        raise EnvelopeError(InvalidRequestError("method must be a string"), answer_id)
+    if method not in _KNOWN:
+        shown = method if len(method) <= 100 else method[:100] + "..."
+        raise EnvelopeError(MethodNotFoundError(data={"method": shown}), answer_id)
+    try:
+        bounds.check_document(obj, body, limits)
+    except A2AError as exc:
+        raise EnvelopeError(exc, answer_id) from None
+    params = obj.get("params")
+    typed: Any = None
+    if method == "agent/getAuthenticatedExtendedCard":
+        if params is not None and not isinstance(params, dict):
+            raise EnvelopeError(InvalidParamsError("params must be an object"), answer_id)
+    elif not isinstance(params, dict):
+        raise EnvelopeError(InvalidParamsError("params must be an object"), answer_id)
+    elif method in _PUSH_METHODS:
+        typed = params
+    else:
+        try:
+            typed = _PARAMS[method].model_validate(params)
+            check_params(typed, limits)
+        except ValidationError as exc:
+            raise EnvelopeError(
+                InvalidParamsError(data={"errors": _validation_details(exc)}), answer_id
+            ) from None
+        except A2AError as exc:
+            raise EnvelopeError(exc, answer_id) from None
+    if "id" not in obj or obj["id"] is None:
         raise EnvelopeError(
             InvalidRequestError("Requests without an id (notifications) are not supported"), None
         )
-    if isinstance(request_id, bool) or not isinstance(request_id, (str, int)):
+    if answer_id is None:
         raise EnvelopeError(InvalidRequestError("The id must be a string or an integer"), None)
-    if obj.get("jsonrpc") != "2.0":
-        raise EnvelopeError(InvalidRequestError("jsonrpc must be exactly \"2.0\""), request_id)
-    method = obj.get("method")
-    if not isinstance(method, str):
-        raise EnvelopeError(InvalidRequestError("method must be a string"), request_id)
-    if method not in _KNOWN:
-        raise EnvelopeError(MethodNotFoundError(data={"method": method}), request_id)
-    if method == "agent/getAuthenticatedExtendedCard":
-        return Request(request_id, method, None)
-    params = obj.get("params")
-    if not isinstance(params, dict):
-        raise EnvelopeError(InvalidParamsError("params must be an object"), request_id)
-    if method in _PUSH_METHODS:
-        return Request(request_id, method, params)
-    try:
-        typed = _PARAMS[method].model_validate(params)
-    except ValidationError as exc:
-        raise EnvelopeError(
-            InvalidParamsError(data={"errors": _validation_details(exc)}), request_id
-        ) from None
-    return Request(request_id, method, typed)
+    return Request(answer_id, method, typed)
 
 
 Handler = Callable[[TaskManager, Any, str | None], Awaitable[Any]]

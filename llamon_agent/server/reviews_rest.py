@@ -1,7 +1,9 @@
 """The reviewer endpoints of the ``HumanReviewPort``, behind a bearer token.
 
 ``GET /reviews`` (pending), ``GET /reviews/{id}``, ``POST /reviews/{id}/decision`` with
-``{"type": "approve" | "edit" | "reject", "edited": <answer>?, "message": str?}``. Secure by
+``{"type": "approve" | "edit" | "reject", "edited": <answer>?, "message": str?}``. A review
+whose task ended (completed, canceled, rejected, failed) before a decision is ``closed``
+(``GET /reviews/{id}`` shows when and why); deciding it, or deciding twice, is 409. Secure by
 default: with no token configured (``LLAMON_REVIEWER_TOKEN``) every endpoint answers 403; a
 missing or wrong token is 401.
 """
@@ -12,12 +14,14 @@ import hmac
 from typing import Any, Literal
 
 import orjson
-from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, model_validator
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from ..core.bounds import Limits, check_text, check_value
 from ..reviewer.port import Decision, HumanReviewPort, ReviewClosedError, ReviewNotFoundError
+from .rest_edge import read_model
 
 __all__ = ["review_routes"]
 
@@ -28,6 +32,11 @@ class DecisionBody(BaseModel):
     type: Literal["approve", "edit", "reject"]
     edited: Any = None
     message: str | None = None
+
+    def check_limits(self, limits: Limits) -> None:
+        check_value(self.edited, limits, "edited")
+        if self.message is not None:
+            check_text(self.message, limits, "message")
 
     @model_validator(mode="after")
     def _edit_needs_answer(self) -> DecisionBody:
@@ -41,8 +50,10 @@ def _json(body: Any, status: int = 200, headers: dict[str, str] | None = None) -
                     headers=headers)
 
 
-def review_routes(token: str | None) -> list[Route]:
+def review_routes(token: str | None, limits: Limits | None = None) -> list[Route]:
     """The routes; the port is the one the app's lifespan opened (``app.state.reviews``)."""
+
+    limits = limits or Limits()
 
     def port_of(request: Request) -> HumanReviewPort:
         return request.app.state.reviews
@@ -74,18 +85,16 @@ def review_routes(token: str | None) -> list[Route]:
     async def decide(request: Request) -> Response:
         if (denied := refused(request)) is not None:
             return denied
-        try:
-            body = DecisionBody.model_validate_json(await request.body())
-        except ValidationError as exc:
-            errors = [{"loc": list(e["loc"]), "msg": e["msg"]} for e in exc.errors(include_url=False)]
-            return _json({"detail": errors}, 422)
+        body = await read_model(request, DecisionBody, limits)
+        if isinstance(body, Response):
+            return body
         decision = Decision(type=body.type, edited=body.edited, message=body.message)
         try:
             review = await port_of(request).decide(request.path_params["review_id"], decision)
         except ReviewNotFoundError:
             return _json({"detail": "review not found"}, 404)
-        except ReviewClosedError:
-            return _json({"detail": "review already decided"}, 409)
+        except ReviewClosedError as exc:  # decided, or closed because its task ended
+            return _json({"detail": exc.message}, 409)
         return _json(review.to_json())
 
     return [

@@ -7,7 +7,7 @@ from typing import Protocol
 
 from ..a2a.types import Task
 
-__all__ = ["StoredTask", "TaskStore"]
+__all__ = ["StoredTask", "TaskStore", "UnreadableRow"]
 
 
 @dataclass
@@ -39,8 +39,22 @@ class StoredTask:
         return self.task.status.state
 
 
+@dataclass(frozen=True)
+class UnreadableRow:
+    """What is left of a stored task that cannot be decoded: its keys, for recovery to mark
+    it ``failed`` (or skip it) without taking down the other tasks."""
+
+    id: str
+    context_id: str
+    agent_id: str
+    event_seq: int
+    reason: str
+
+
 class TaskStore(Protocol):
-    """Every method returns fresh objects: mutating one never changes what is stored."""
+    """Every method returns fresh objects: mutating one never changes what is stored.
+    ``get`` and ``latest_in_context`` raise ``UnreadableTaskError`` for a row that cannot be
+    decoded."""
 
     async def get(self, task_id: str) -> StoredTask | None: ...
 
@@ -50,6 +64,7 @@ class TaskStore(Protocol):
         """The most recently created task of a context (the only one that may be unfinished)."""
         ...
 
-    async def unfinished(self) -> list[StoredTask]:
-        """Tasks left ``submitted`` or ``working``: runs a stopped process did not finish."""
+    async def unfinished(self) -> list[StoredTask | UnreadableRow]:
+        """Tasks left ``submitted`` or ``working``: runs a stopped process did not finish.
+        A row that cannot be decoded comes back as an ``UnreadableRow``, not an error."""
         ...

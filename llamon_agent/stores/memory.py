@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from ..errors import UnreadableTaskError
 from . import _codec
-from .base import StoredTask
+from .base import StoredTask, UnreadableRow
 
 __all__ = ["InMemoryTaskStore"]
 
 _RUNNING = frozenset({"submitted", "working"})
-_Row = tuple[bytes, str, int, str | None, int, bytes, str]
+_Row = tuple[bytes, str, int, str | None, int, bytes, str, str]
 
 
 class InMemoryTaskStore:
@@ -20,7 +21,7 @@ class InMemoryTaskStore:
 
     async def get(self, task_id: str) -> StoredTask | None:
         row = self._rows.get(task_id)
-        return None if row is None else _codec.decode(*row[:6])
+        return None if row is None else _codec.decode(*row[:6], task_id=task_id)
 
     async def save(self, record: StoredTask) -> None:
         if record.id not in self._rows:
@@ -33,15 +34,20 @@ class InMemoryTaskStore:
             record.reask_count,
             _codec.encode_extra(record),
             record.state,
+            record.context_id,
         )
 
     async def latest_in_context(self, context_id: str) -> StoredTask | None:
         task_id = self._latest.get(context_id)
         return None if task_id is None else await self.get(task_id)
 
-    async def unfinished(self) -> list[StoredTask]:
-        return [
-            _codec.decode(*row[:6])
-            for row in self._rows.values()
-            if row[6] in _RUNNING
-        ]
+    async def unfinished(self) -> list[StoredTask | UnreadableRow]:
+        found: list[StoredTask | UnreadableRow] = []
+        for task_id, row in self._rows.items():
+            if row[6] not in _RUNNING:
+                continue
+            try:
+                found.append(_codec.decode(*row[:6], task_id=task_id))
+            except UnreadableTaskError as exc:
+                found.append(UnreadableRow(task_id, row[7], row[1], row[2], exc.detail))
+        return found

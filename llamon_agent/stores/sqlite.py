@@ -4,25 +4,33 @@ Every statement runs inline on the event loop thread. In WAL mode with ``synchro
 write is a page-cache write plus a WAL append (no fsync until a checkpoint), tens of
 microseconds; handing each statement to a worker thread (aiosqlite) costs a thread wake-up and
 a loop wake-up per statement and was measured as the largest cost of a turn (bench/README.md).
+The exception is a write of 64 KiB or more (a large task or checkpoint): it blocks the loop for
+milliseconds, so it runs in one worker thread (``offload.py``, docs/storage.md).
 """
 
 from __future__ import annotations
 
+import asyncio
+import json
 import sqlite3
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
+    WRITES_IDX_MAP,
     ChannelVersions,
     Checkpoint,
     CheckpointMetadata,
     CheckpointTuple,
+    get_checkpoint_metadata,
 )
 from langgraph.checkpoint.sqlite import SqliteSaver
 
+from ..errors import UnreadableTaskError
 from . import _codec
-from .base import StoredTask
+from .base import StoredTask, UnreadableRow
+from .offload import LARGE_BYTES, Offload
 
 __all__ = ["InlineSqliteSaver", "SQLiteTaskStore", "connect"]
 
@@ -43,7 +51,58 @@ CREATE INDEX IF NOT EXISTS llamon_tasks_context ON llamon_tasks (context_id, cre
 CREATE INDEX IF NOT EXISTS llamon_tasks_state ON llamon_tasks (state);
 """
 
-_COLUMNS = "task, agent_id, event_seq, pending_interrupt, reask_count, extra"
+_COLUMNS = "task, agent_id, event_seq, pending_interrupt, reask_count, extra, id, context_id"
+
+
+def _decode(row: Sequence[Any]) -> StoredTask:
+    return _codec.decode(*row[:6], task_id=row[6])
+
+
+async def _decoded(row: Sequence[Any]) -> StoredTask:
+    if len(row[0]) >= LARGE_BYTES:
+        # decoding a large task takes milliseconds of the loop: the requests that are ready
+        # go first (bench/large_answers.py)
+        await asyncio.sleep(0)
+    return _decode(row)
+
+
+def _decode_or_unreadable(row: Sequence[Any]) -> StoredTask | UnreadableRow:
+    try:
+        return _decode(row)
+    except UnreadableTaskError as exc:
+        return UnreadableRow(row[6], row[7], row[1], row[2], exc.detail)
+
+
+_UPSERT_TASK = (
+    "INSERT INTO llamon_tasks (id, context_id, agent_id, state, event_seq,"
+    " pending_interrupt, reask_count, task, extra, created)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    " ON CONFLICT(id) DO UPDATE SET state = excluded.state,"
+    " event_seq = excluded.event_seq, pending_interrupt = excluded.pending_interrupt,"
+    " reask_count = excluded.reask_count, task = excluded.task, extra = excluded.extra"
+)
+
+# langgraph-checkpoint-sqlite's own tables and statements (SqliteSaver.put / put_writes).
+# LangGraph orders checkpoint ids (uuid6, time-ordered) to find a thread's latest one; the
+# same order says which are older.
+_INSERT_CHECKPOINT = (
+    "INSERT OR REPLACE INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id,"
+    " parent_checkpoint_id, type, checkpoint, metadata) VALUES (?, ?, ?, ?, ?, ?, ?)"
+)
+_WRITE_COLUMNS = (
+    " INTO writes (thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel,"
+    " type, value) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+_UPSERT_WRITES = "INSERT OR REPLACE" + _WRITE_COLUMNS
+_INSERT_WRITES = "INSERT OR IGNORE" + _WRITE_COLUMNS
+_THREAD_BYTES = (
+    "SELECT length(checkpoint) FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ''"
+    " ORDER BY checkpoint_id DESC LIMIT 1"
+)
+_PRUNE_CHECKPOINTS = (
+    "DELETE FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id < ?"
+)
+_PRUNE_WRITES = "DELETE FROM writes WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id < ?"
 
 
 def connect(path: str) -> sqlite3.Connection:
@@ -57,8 +116,9 @@ def connect(path: str) -> sqlite3.Connection:
 class SQLiteTaskStore:
     """Every ``save`` commits before it returns: a task the client saw is durable."""
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
+    def __init__(self, conn: sqlite3.Connection, *, offload: Offload | None = None) -> None:
         self._conn = conn
+        self._offload = offload  # large rows are written by its worker thread
         conn.executescript(_SCHEMA)
         conn.commit()
         row = conn.execute("SELECT COALESCE(MAX(created), 0) FROM llamon_tasks").fetchone()
@@ -68,31 +128,21 @@ class SQLiteTaskStore:
         row = self._conn.execute(
             f"SELECT {_COLUMNS} FROM llamon_tasks WHERE id = ?", (task_id,)
         ).fetchone()
-        return None if row is None else _codec.decode(*row)
+        return None if row is None else await _decoded(row)
 
     async def save(self, record: StoredTask) -> None:
         self._created += 1
+        task, extra = _codec.encode_task(record), _codec.encode_extra(record)
+        row = (record.id, record.context_id, record.agent_id, record.state, record.event_seq,
+               record.pending_interrupt, record.reask_count, task, extra, self._created)
+        offload = self._offload
+        if offload is not None and offload.is_large(len(task) + len(extra)):
+            await offload.write(lambda conn: conn.execute(_UPSERT_TASK, row))
+            return
+        if offload is not None:
+            await offload.idle()
         with self._conn:
-            self._conn.execute(
-                "INSERT INTO llamon_tasks (id, context_id, agent_id, state, event_seq,"
-                " pending_interrupt, reask_count, task, extra, created)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-                " ON CONFLICT(id) DO UPDATE SET state = excluded.state,"
-                " event_seq = excluded.event_seq, pending_interrupt = excluded.pending_interrupt,"
-                " reask_count = excluded.reask_count, task = excluded.task, extra = excluded.extra",
-                (
-                    record.id,
-                    record.context_id,
-                    record.agent_id,
-                    record.state,
-                    record.event_seq,
-                    record.pending_interrupt,
-                    record.reask_count,
-                    _codec.encode_task(record),
-                    _codec.encode_extra(record),
-                    self._created,
-                ),
-            )
+            self._conn.execute(_UPSERT_TASK, row)
 
     async def latest_in_context(self, context_id: str) -> StoredTask | None:
         row = self._conn.execute(
@@ -100,17 +150,152 @@ class SQLiteTaskStore:
             " ORDER BY created DESC LIMIT 1",
             (context_id,),
         ).fetchone()
-        return None if row is None else _codec.decode(*row)
+        return None if row is None else await _decoded(row)
 
-    async def unfinished(self) -> list[StoredTask]:
+    async def unfinished(self) -> list[StoredTask | UnreadableRow]:
         rows = self._conn.execute(
             f"SELECT {_COLUMNS} FROM llamon_tasks WHERE state IN ('submitted', 'working')"
         ).fetchall()
-        return [_codec.decode(*row) for row in rows]
+        return [_decode_or_unreadable(row) for row in rows]
 
 
 class InlineSqliteSaver(SqliteSaver):
-    """LangGraph's ``SqliteSaver`` with its async API served inline (see the module docstring)."""
+    """LangGraph's ``SqliteSaver`` with its async API served inline (see the module docstring),
+    large writes in a worker thread (``offload.py``), and only the latest checkpoint of each
+    thread and namespace kept.
+
+    ``SqliteSaver`` stores every checkpoint with all channel values, so a thread whose state
+    grows by ``s`` per turn holds ``s * turns**2 / 2`` bytes after ``turns`` turns (sixty 1 MiB
+    answers: 1.8 GiB). The server only ever reads a thread's latest checkpoint and its pending
+    writes (runs, ``aget_state`` and recovery never name a ``checkpoint_id``), so a new
+    checkpoint is stored together with the deletion of the older ones of its thread and
+    namespace and of their writes, in one transaction (docs/storage.md). Each subgraph
+    namespace is pruned on its own: a subgraph's checkpoint is older than the parent checkpoint
+    that waits on it. Not pruned: a checkpoint whose metadata says a ``DeltaChannel`` has not
+    snapshotted since (LangGraph rebuilds such a channel from its ancestors' writes).
+    ``keep_history=True`` keeps every checkpoint, as ``SqliteSaver`` does (for
+    ``get_state_history`` and time travel).
+
+    The rows are the ones ``SqliteSaver.put`` and ``put_writes`` write (serialised here so that
+    their size decides where they are written); langgraph-checkpoint-sqlite is capped in
+    ``pyproject.toml`` for that reason.
+    """
+
+    def __init__(
+        self, conn: sqlite3.Connection, *, keep_history: bool = False,
+        offload: Offload | None = None,
+    ) -> None:
+        super().__init__(conn)
+        self.keep_history = keep_history
+        self._offload = offload
+
+    # ------------------------------------------------------------------ writes
+
+    def _checkpoint_rows(
+        self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata
+    ) -> tuple[tuple[Any, ...], tuple[str, str, str] | None, RunnableConfig]:
+        """The checkpoint row, the key of the pruning (or ``None``) and the config to return."""
+        thread_id = str(config["configurable"]["thread_id"])
+        checkpoint_ns = config["configurable"]["checkpoint_ns"]
+        type_, blob = self.serde.dumps_typed(checkpoint)
+        meta = json.dumps(
+            get_checkpoint_metadata(config, metadata), ensure_ascii=False
+        ).encode("utf-8", "ignore")
+        row = (thread_id, checkpoint_ns, checkpoint["id"],
+               config["configurable"].get("checkpoint_id"), type_, blob, meta)
+        keep = self.keep_history or metadata.get("counters_since_delta_snapshot")
+        prune = None if keep else (thread_id, checkpoint_ns, checkpoint["id"])
+        saved: RunnableConfig = {"configurable": {
+            "thread_id": thread_id, "checkpoint_ns": checkpoint_ns,
+            "checkpoint_id": checkpoint["id"],
+        }}
+        return row, prune, saved
+
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        row, prune, saved = self._checkpoint_rows(config, checkpoint, metadata)
+        with self.cursor() as cur:
+            _store_checkpoint(cur, row, prune)
+        return saved
+
+    async def aput(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        row, prune, saved = self._checkpoint_rows(config, checkpoint, metadata)
+        offload = self._offload
+        if offload is not None and offload.is_large(len(row[5])):
+            await offload.write(lambda conn: _store_checkpoint(conn.cursor(), row, prune))
+            return saved
+        if offload is not None:
+            await offload.idle()
+        with self.cursor() as cur:
+            _store_checkpoint(cur, row, prune)
+        return saved
+
+    def _write_rows(
+        self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str,
+        task_path: str,
+    ) -> tuple[str, list[tuple[Any, ...]]]:
+        query = _UPSERT_WRITES if all(w[0] in WRITES_IDX_MAP for w in writes) else _INSERT_WRITES
+        configurable = config["configurable"]
+        rows = [
+            (str(configurable["thread_id"]), str(configurable["checkpoint_ns"]),
+             str(configurable["checkpoint_id"]), task_id, task_path,
+             WRITES_IDX_MAP.get(channel, idx), channel, *self.serde.dumps_typed(value))
+            for idx, (channel, value) in enumerate(writes)
+        ]
+        return query, rows
+
+    def put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        query, rows = self._write_rows(config, writes, task_id, task_path)
+        with self.cursor() as cur:
+            cur.executemany(query, rows)
+
+    async def aput_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        query, rows = self._write_rows(config, writes, task_id, task_path)
+        offload = self._offload
+        if offload is not None and offload.is_large(sum(len(r[8]) for r in rows)):
+            await offload.write(lambda conn: conn.executemany(query, rows))
+            return
+        if offload is not None:
+            await offload.idle()
+        with self.cursor() as cur:
+            cur.executemany(query, rows)
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        if self._offload is not None:
+            await self._offload.idle()
+        self.delete_thread(thread_id)
+
+    # ------------------------------------------------------------------ reads, inline
+
+    def thread_bytes(self, thread_id: str) -> int:
+        """Bytes of the thread's latest checkpoint as stored (0 without one): the size of its
+        graph state, read from the row's header (SQLite does not read a blob for its length)."""
+        with self.cursor(transaction=False) as cur:
+            row = cur.execute(_THREAD_BYTES, (thread_id,)).fetchone()
+        return int(row[0]) if row is not None else 0
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         return self.get_tuple(config)
@@ -126,26 +311,15 @@ class InlineSqliteSaver(SqliteSaver):
         for item in self.list(config, filter=filter, before=before, limit=limit):
             yield item
 
-    async def aput(
-        self,
-        config: RunnableConfig,
-        checkpoint: Checkpoint,
-        metadata: CheckpointMetadata,
-        new_versions: ChannelVersions,
-    ) -> RunnableConfig:
-        return self.put(config, checkpoint, metadata, new_versions)
-
-    async def aput_writes(
-        self,
-        config: RunnableConfig,
-        writes: Sequence[tuple[str, Any]],
-        task_id: str,
-        task_path: str = "",
-    ) -> None:
-        self.put_writes(config, writes, task_id, task_path)
-
-    async def adelete_thread(self, thread_id: str) -> None:
-        self.delete_thread(thread_id)
-
     async def aget_delta_channel_history(self, *, config: RunnableConfig, channels: Sequence[str]) -> Any:
         return self.get_delta_channel_history(config=config, channels=channels)
+
+
+def _store_checkpoint(
+    cur: sqlite3.Cursor, row: tuple[Any, ...], prune: tuple[str, str, str] | None
+) -> None:
+    """The new checkpoint first: a thread never lacks its latest one, whatever happens."""
+    cur.execute(_INSERT_CHECKPOINT, row)
+    if prune is not None:
+        cur.execute(_PRUNE_CHECKPOINTS, prune)
+        cur.execute(_PRUNE_WRITES, prune)

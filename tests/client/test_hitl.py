@@ -155,3 +155,35 @@ def test_answer_with_a_value_and_with_decisions() -> None:
 def test_exactly_one_kind_of_answer(kwargs: dict[str, Any]) -> None:
     with pytest.raises(TypeError, match="exactly one"):
         answer_message(hitl_task(QUESTION_HITL), **kwargs)
+
+
+def test_every_answer_carries_the_questions_interrupt_id() -> None:
+    """Issue 8, finding 3: an answer says which question it answers, so a retry of it can
+    never answer the next question."""
+    for hitl, kwargs in [
+        (QUESTION_HITL, {"text": "여권"}),
+        (QUESTION_HITL, {"choice": "passport"}),
+        (QUESTION_HITL, {"value": "passport"}),
+        (REVIEW_HITL, {"decisions": [approve()]}),
+    ]:
+        task = hitl_task(hitl)
+        question = question_of(task)
+        assert question is not None and question.interrupt_id == "ab" * 16
+        for source in (task, question):
+            message = answer_message(source, **kwargs)
+            assert message.metadata == {"interruptId": "ab" * 16}
+    merged = answer_message(hitl_task(QUESTION_HITL), "여권", metadata={"lang": "ko"})
+    assert merged.metadata == {"interruptId": "ab" * 16, "lang": "ko"}
+
+
+def test_a_question_without_interrupt_id_sends_none() -> None:
+    """Questions of other A2A agents may carry no id: the answer then carries none either."""
+    task = Task.model_validate({
+        "kind": "task", "id": "t1", "contextId": "c1",
+        "status": {"state": "input-required", "message": {
+            "kind": "message", "messageId": "q1", "role": "agent",
+            "parts": [{"kind": "text", "text": "Which one?"}],
+        }},
+    })
+    assert answer_message(task, "this one").metadata is None
+    assert answer_message(task, "x", metadata={"a": 1}).metadata == {"a": 1}

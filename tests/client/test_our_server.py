@@ -234,3 +234,27 @@ async def test_agent_id_goes_into_params_metadata(example_agents: list[Any]) -> 
         done = await client.answer(ask(task), "done")
         assert isinstance(done, Task) and done.status.state == "completed"
         assert not raw.http.is_closed  # a client that was passed in stays open
+
+
+async def test_an_answer_sent_again_is_the_task_as_it_stands(ours: A2AClient) -> None:
+    """Issue 8, finding 3: ``answer_message`` binds the answer to its question, so a client
+    that resends it after a timeout cannot answer the next question with it."""
+    first = await ours.send("이 서류를 검증해줘", metadata={"agentId": "document-review"})
+    question = ask(first)
+    answer = answer_message(question, choice="passport")
+    assert answer.metadata == {"interruptId": question.interrupt_id}
+
+    second = await ours.send(answer)
+    assert ask(second).text == BIRTHDAY_QUESTION
+    again = await ours.send(answer)  # the same message: the task as it stands
+    assert isinstance(again, Task) and again.status == second.status
+    assert again.history == second.history
+
+    with pytest.raises(RemoteInvalidParamsError) as stale:  # a new copy of it: stale
+        await ours.answer(question, choice="passport")
+    assert stale.value.data == {
+        "reason": "stale answer", "taskId": question.task_id,
+        "interruptId": question.interrupt_id, "pendingInterruptId": ask(second).interrupt_id,
+    }
+    done = await ours.answer(ask(second), "1990-01-01")
+    assert isinstance(done, Task) and result_data(done) == RESULT

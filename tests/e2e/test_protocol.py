@@ -1,6 +1,6 @@
 """Black-box tests of the JSON-RPC 2.0 envelope, every error code and the non-streaming methods.
 
-Wire contract: /work/shared/docs/a2a-v0.3.md (sections 1, 2, 5, 6, 7, 12, 13).
+Wire contract: A2A v0.3 (schema in tests/spec/; section numbers of the v0.3 specification) (sections 1, 2, 5, 6, 7, 12, 13).
 Every error body is validated against ``JSONRPCErrorResponse`` and every success against the
 matching ``*SuccessResponse`` definition of the official v0.3 JSON Schema.
 """
@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from llamon_agent import Agent
+from llamon_agent import Agent, Limits
 from tests.conftest import A2AClient, assert_valid, rpc, send_params, serve, user_message
 
 DOC_QUESTION = "어떤 서류를 검증할까요?"
@@ -233,7 +233,7 @@ async def test_content_type_with_charset_is_accepted(client: A2AClient) -> None:
 
 
 async def test_payload_too_large(example_agents: list[Agent]) -> None:
-    async with serve(example_agents, max_body_bytes=2048) as client:
+    async with serve(example_agents, limits=Limits(max_body_bytes=2048)) as client:
         small = await client.call("message/send", send_params("hi"), "small")
         assert_success(small, "SendMessageSuccessResponse", "small")
         body = await client.call("message/send", send_params("x" * 4096), "big")

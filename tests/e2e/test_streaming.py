@@ -1,6 +1,6 @@
 """Black-box tests of message/stream, tasks/resubscribe, blocking, cancel and concurrency.
 
-Wire contract: /work/shared/docs/a2a-v0.3.md (sections 7, 8, 9). Every SSE ``data:`` is
+Wire contract: A2A v0.3 (schema in tests/spec/; section numbers of the v0.3 specification) (sections 7, 8, 9). Every SSE ``data:`` is
 validated against ``SendStreamingMessageSuccessResponse`` (or ``JSONRPCErrorResponse``).
 
 SSE framing (LF only) has its own test, ``test_sse_framing_is_lf_only_one_compact_json_per_frame``;

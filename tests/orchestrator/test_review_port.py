@@ -67,6 +67,8 @@ async def test_submit_stores_a_pending_review(port: HumanReviewPort) -> None:
         "decision": None,
         "created": review.created,
         "decided": None,
+        "closed": None,
+        "closedReason": None,
     }
 
 
@@ -177,5 +179,81 @@ async def test_sqlite_reviews_survive_a_new_connection(tmp_path: Path) -> None:
         assert (await port.get(decided.id)).decision == Decision("edit", edited=[1, "둘"])
         # still idempotent for the pending task after reopening
         assert (await submit(port, "p")).id == pending.id
+    finally:
+        conn.close()
+
+
+async def test_close_for_task_closes_only_that_tasks_pending_reviews(port: HumanReviewPort) -> None:
+    """Issue 8, finding 7: a task's end closes its pending review; deciding it then fails."""
+    waiting = await submit(port, "ended")
+    other = await submit(port, "running")
+    decided = await submit(port, "decided")
+    await port.decide(decided.id, Decision("approve"))
+
+    closed = await port.close_for_task("ended", "the task was canceled")
+    assert [r.id for r in closed] == [waiting.id]
+    stored = await port.get(waiting.id)
+    assert closed == [stored]
+    assert (stored.status, stored.closed_reason, stored.decision) == (
+        "closed", "the task was canceled", None
+    )
+    assert stored.closed is not None and stored.decided is None
+    assert stored.to_json()["status"] == "closed"
+    assert stored.to_json()["closedReason"] == "the task was canceled"
+    assert stored.to_json()["closed"] == stored.closed
+    assert [r.id for r in await port.pending()] == [other.id]
+
+    with pytest.raises(ReviewClosedError) as info:
+        await port.decide(waiting.id, Decision("approve"))
+    assert str(info.value) == "review closed: the task was canceled"
+    assert (await port.get(waiting.id)).status == "closed"
+    with pytest.raises(ReviewClosedError) as twice:
+        await port.decide(decided.id, Decision("reject"))
+    assert str(twice.value) == "review already decided"
+
+    # nothing left to close; a decided review is never closed
+    assert await port.close_for_task("ended", "again") == []
+    assert await port.close_for_task("decided", "the task was completed") == []
+    assert (await port.get(decided.id)).status == "decided"
+    # a new review for the same task opens fresh (the closed one is not reused)
+    fresh = await submit(port, "ended")
+    assert fresh.id != waiting.id and fresh.status == "pending"
+
+
+async def test_close_for_task_does_not_notify_decision_listeners(port: HumanReviewPort) -> None:
+    calls, listener = recorder()
+    port.on_decision(listener)
+    await submit(port, "t")
+    await port.close_for_task("t", "the task failed")
+    assert calls == []
+
+
+async def test_a_reviews_table_of_an_earlier_version_gains_the_closed_columns(
+    tmp_path: Path,
+) -> None:
+    path = str(tmp_path / "old.sqlite3")
+    conn = sqlite3.connect(path)
+    conn.executescript("""
+        CREATE TABLE llamon_reviews (
+            id TEXT PRIMARY KEY, task_id TEXT NOT NULL, context_id TEXT NOT NULL,
+            agent_id TEXT NOT NULL, draft BLOB NOT NULL, status TEXT NOT NULL, decision BLOB,
+            created TEXT NOT NULL, decided TEXT
+        );
+        INSERT INTO llamon_reviews VALUES
+            ('r1', 't1', 'c1', 'loan', '{"a": 1}', 'pending', NULL, '2025-01-01T00:00:00.000Z',
+             NULL);
+    """)
+    conn.commit()
+    try:
+        port = SQLiteReviewPort(conn)
+        old = await port.get("r1")
+        assert (old.status, old.closed, old.closed_reason, old.draft) == (
+            "pending", None, None, {"a": 1}
+        )
+        [closed] = await port.close_for_task("t1", "the task was rejected")
+        assert (closed.id, closed.status, closed.closed_reason) == (
+            "r1", "closed", "the task was rejected"
+        )
+        SQLiteReviewPort(conn)  # opening it again migrates nothing twice
     finally:
         conn.close()

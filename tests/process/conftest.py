@@ -13,7 +13,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -100,28 +100,37 @@ def _wait_ready(server: Server, deadline: float) -> bool:
     )
 
 
-def start_server(target: str, db: Path, log_dir: Path) -> Server:
-    """Start ``llamon-agent serve`` and wait (bounded) until it answers; retry a taken port."""
+def serve_command(target: str, port: int, db: Path, extra_args: Sequence[str] = ()) -> list[str]:
+    """The ``llamon-agent serve`` command line the helpers run (``extra_args`` go last)."""
+    return [
+        sys.executable, "-m", "llamon_agent.cli", "serve", target,
+        "--host", "127.0.0.1", "--port", str(port), "--db", str(db),
+        "--log-level", "warning", *extra_args,
+    ]
+
+
+def child_env() -> dict[str, str]:
+    """The environment server processes run with (offline, no ``LLAMON_DB``)."""
+    return _child_env()
+
+
+def start_server(
+    target: str,
+    db: Path,
+    log_dir: Path,
+    extra_args: Sequence[str] = (),
+    preexec_fn: Callable[[], None] | None = None,
+) -> Server:
+    """Start ``llamon-agent serve`` and wait (bounded) until it answers; retry a taken port.
+
+    ``extra_args`` are appended to the command line; ``preexec_fn`` runs in the child before
+    the server starts (e.g. to lower its file-descriptor limit)."""
     last_log = ""
     for attempt in range(3):
         port = _free_port()
         log_path = log_dir / f"server-{port}-{attempt}-{time.monotonic_ns()}.log"
         log_file = log_path.open("wb")
-        command = [
-            sys.executable,
-            "-m",
-            "llamon_agent.cli",
-            "serve",
-            target,
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--db",
-            str(db),
-            "--log-level",
-            "warning",
-        ]
+        command = serve_command(target, port, db, extra_args)
         proc = subprocess.Popen(
             command,
             cwd=REPO_ROOT,
@@ -129,6 +138,7 @@ def start_server(target: str, db: Path, log_dir: Path) -> Server:
             stdout=log_file,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
+            preexec_fn=preexec_fn,
         )
         server = Server(f"http://127.0.0.1:{port}", proc, log_path, target, db, log_file)
         if _wait_ready(server, time.monotonic() + STARTUP_TIMEOUT):
@@ -148,8 +158,15 @@ def launch(tmp_path: Path) -> Iterator[Launch]:
     """Start servers for one test; all of them are killed at teardown."""
     started: list[Server] = []
 
-    def _launch(target: str = EXAMPLE_TARGET, db: Path | None = None) -> Server:
-        server = start_server(target, db or tmp_path / "llamon.sqlite3", tmp_path)
+    def _launch(
+        target: str = EXAMPLE_TARGET,
+        db: Path | None = None,
+        extra_args: Sequence[str] = (),
+        preexec_fn: Callable[[], None] | None = None,
+    ) -> Server:
+        server = start_server(
+            target, db or tmp_path / "llamon.sqlite3", tmp_path, extra_args, preexec_fn
+        )
         started.append(server)
         return server
 

@@ -63,7 +63,7 @@ async def test_send_message_and_submit_review(manager: TaskManager, outbox: Outb
     assert done.reply == "Sent an email to alice@example.com with subject 'Meeting'."
     assert done.to_dict() == {
         "thread_id": turn.thread_id, "reply": done.reply, "pending_review": None,
-        "messages": done.messages,
+        "interrupt_id": None, "messages": done.messages,
     }
     assert [r["thread_id"] for r in outbox.rows()] == [turn.thread_id]
 

@@ -56,7 +56,7 @@ async def _turn(rest: Rest, response: Any) -> dict[str, Any]:
     body = response.json()
     errors = list(_validator(await _openapi(rest), "ChatTurnOut").iter_errors(body))
     assert errors == [], errors
-    assert list(body) == ["thread_id", "reply", "pending_review", "messages"]
+    assert list(body) == ["thread_id", "reply", "pending_review", "interrupt_id", "messages"]
     return body
 
 
@@ -458,13 +458,13 @@ async def test_openapi_document_describes_both_endpoints(rest: Rest) -> None:
     assert review["requestBody"]["content"]["application/json"]["schema"] == {
         "$ref": "#/components/schemas/ReviewRequest"
     }
-    assert set(review["responses"]) == {"200", "400", "409", "422"}
+    assert set(review["responses"]) == {"200", "400", "409", "413", "422", "500"}
     schemas = document["components"]["schemas"]
     assert schemas["ReviewRequest"]["required"] == ["thread_id", "decisions"]
     assert schemas["ReviewRequest"]["properties"]["decisions"]["minItems"] == 1
     assert schemas["ChatRequest"]["required"] == ["message"]
     assert set(schemas["ChatTurnOut"]["properties"]) == {
-        "thread_id", "reply", "pending_review", "messages"
+        "thread_id", "reply", "pending_review", "interrupt_id", "messages"
     }
     request = _validator(document, "ReviewRequest")
     assert request.is_valid({"thread_id": "T", "decisions": [{"type": "reject", "message": "x"}]})

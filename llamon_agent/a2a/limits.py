@@ -1,0 +1,84 @@
+"""The edge limits applied to validated A2A params: every client value in them, by its path.
+
+The JSON-RPC edge calls :func:`check_params` once per request, after the envelope and the
+params' shape are validated, so a violation is ``-32602`` naming the limit and the field, and
+nothing is routed, stored or run.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..core.bounds import Limits, check_id, check_text, check_value
+from ..errors import LimitExceededError
+from .types import DataPart, FilePart, Message, MessageSendParams, TaskIdParams, TaskQueryParams
+
+__all__ = ["check_message", "check_params"]
+
+
+def check_params(params: Any, limits: Limits) -> None:
+    if isinstance(params, MessageSendParams):
+        check_message(params.message, limits, "params.message")
+        _metadata(params.metadata, limits, "params.metadata")
+        config = params.configuration
+        if config is not None and config.accepted_output_modes is not None:
+            if len(config.accepted_output_modes) > limits.max_parts:
+                raise LimitExceededError(
+                    f"params.configuration.acceptedOutputModes has more than {limits.max_parts}"
+                    " entries", limit="max_parts", field="params.configuration.acceptedOutputModes",
+                    maximum=limits.max_parts,
+                )
+            for i, mode in enumerate(config.accepted_output_modes):
+                check_id(mode, limits, f"params.configuration.acceptedOutputModes[{i}]")
+    elif isinstance(params, (TaskQueryParams, TaskIdParams)):
+        check_id(params.id, limits, "params.id")
+        _metadata(params.metadata, limits, "params.metadata")
+
+
+def check_message(message: Message, limits: Limits, field: str) -> None:
+    """A message a client sends: its ids, part count, each part's size, every client value."""
+    check_id(message.message_id, limits, f"{field}.messageId")
+    check_id(message.context_id, limits, f"{field}.contextId")
+    check_id(message.task_id, limits, f"{field}.taskId")
+    for name, values in (("referenceTaskIds", message.reference_task_ids),
+                         ("extensions", message.extensions)):
+        if values is None:
+            continue
+        if len(values) > limits.max_parts:
+            raise LimitExceededError(
+                f"{field}.{name} has more than {limits.max_parts} entries",
+                limit="max_parts", field=f"{field}.{name}", maximum=limits.max_parts,
+            )
+        for i, value in enumerate(values):
+            check_id(value, limits, f"{field}.{name}[{i}]")
+    if len(message.parts) > limits.max_parts:
+        raise LimitExceededError(
+            f"{field}.parts has {len(message.parts)} parts, over the limit of {limits.max_parts}",
+            limit="max_parts", field=f"{field}.parts", maximum=limits.max_parts,
+        )
+    _metadata(message.metadata, limits, f"{field}.metadata")
+    for i, part in enumerate(message.parts):
+        where = f"{field}.parts[{i}]"
+        _metadata(part.metadata, limits, f"{where}.metadata")
+        if isinstance(part, DataPart):
+            check_value(part.data, limits, f"{where}.data")
+        elif isinstance(part, FilePart):
+            file = part.file
+            if file.bytes is not None and len(file.bytes) > limits.max_file_bytes:
+                raise LimitExceededError(
+                    f"{where}.file.bytes has {len(file.bytes)} characters, over the limit of "
+                    f"{limits.max_file_bytes}",
+                    limit="max_file_bytes", field=f"{where}.file.bytes",
+                    maximum=limits.max_file_bytes,
+                )
+            for name, text in (("name", file.name), ("mimeType", file.mime_type),
+                               ("uri", file.uri)):
+                if text is not None:
+                    check_text(text, limits, f"{where}.file.{name}")
+        else:
+            check_text(part.text, limits, f"{where}.text")
+
+
+def _metadata(value: dict[str, Any] | None, limits: Limits, field: str) -> None:
+    if value is not None:
+        check_value(value, limits, field)

@@ -1,0 +1,71 @@
+"""The bound on what one task stores (``Limits.max_task_bytes``), checked before a message is
+accepted.
+
+Every message a task accepts stays in its history, and an agent that keeps its answers (the
+``until-done`` example) holds them in its graph state too; every turn then reads, encodes and
+writes all of it. Without a bound, sixty 1 MiB answers to one task made every turn of it cost
+seconds and stalled every other request of the server (docs/storage.md). Two sizes are bounded:
+
+* the task's row, as the store encodes it, with the message in it;
+* for a message that starts a new task, the graph state of its context (the thread's latest
+  checkpoint), when the checkpointer can tell its size cheaply (``InlineSqliteSaver``). The
+  state outlives a task: each new task of a context adds its first message to the thread's
+  ``messages``, so without this bound one context could grow without end, one small task at a
+  time. An answer to a waiting task is not refused for the state's size, so that a question
+  asked can always be answered (the row bound still holds).
+
+The check runs on the router's copy of the task, so a refused message leaves nothing behind:
+nothing is stored or run, and a question that was waiting still waits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Protocol, runtime_checkable
+
+from ..core.bounds import Limits
+from ..errors import LimitExceededError
+from ..stores.size import encoded_size
+from .turn import Turn
+
+__all__ = ["SizedCheckpointer", "check_task_bytes"]
+
+
+@runtime_checkable
+class SizedCheckpointer(Protocol):
+    def thread_bytes(self, thread_id: str) -> int:
+        """Bytes of the thread's latest checkpoint as stored (0 without one)."""
+        ...
+
+
+async def check_task_bytes(turn: Turn, limits: Limits, checkpointer: Any = None) -> None:
+    """Refuse (``LimitExceededError``, -32602) a message that would make its task's row larger
+    than ``limits.max_task_bytes``, or that would start a new task in a context whose graph
+    state already holds more than that."""
+    # encoding a large task takes milliseconds of the loop: the requests that are ready go
+    # first (routing has just decoded it, so the loop yields between the two)
+    await asyncio.sleep(0)
+    record, maximum = turn.record, limits.max_task_bytes
+    size = encoded_size(record)
+    if size > maximum:
+        _refuse(turn, f"The task would hold {size} bytes, over the limit of {maximum}: nothing "
+                "was stored; send a shorter message, or start a new task", limits)
+    starts_task = record.event_seq == 0  # a new task has published nothing yet
+    if starts_task and isinstance(checkpointer, SizedCheckpointer):
+        state = checkpointer.thread_bytes(record.context_id)
+        if state > maximum:
+            _refuse(turn, f"The graph state of context {record.context_id} holds {state} bytes, "
+                    f"over the limit of {maximum}: nothing was stored; start a new context",
+                    limits)
+
+
+def _refuse(turn: Turn, message: str, limits: Limits) -> None:
+    # routing reopened the task's event log for the turn that now does not happen
+    turn.log.close()
+    error = LimitExceededError(
+        message, limit="max_task_bytes", field="message", maximum=limits.max_task_bytes
+    )
+    error.data["contextId"] = turn.record.context_id
+    if turn.record.event_seq > 0:  # a stored task (a new one has published nothing yet)
+        error.data["taskId"] = turn.record.id
+    raise error

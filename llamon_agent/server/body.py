@@ -1,0 +1,33 @@
+"""Reading a request body within the size limit, without holding more than the limit.
+
+A declared ``Content-Length`` over the limit is refused before a byte of the body is read; a
+chunked body is counted as it arrives and cut at the limit. Either way the server holds at
+most the limit plus one chunk, and the connection is closed after the error response (the
+rest of the body is never read).
+"""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+
+from ..errors import PayloadTooLargeError
+
+__all__ = ["read_body"]
+
+
+def _too_large(limit: int) -> PayloadTooLargeError:
+    return PayloadTooLargeError(data={"limit": "max_body_bytes", "max": limit})
+
+
+async def read_body(request: Request, limit: int) -> bytes:
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.strip().isdigit() and int(declared) > limit:
+        raise _too_large(limit)
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise _too_large(limit)
+        chunks.append(chunk)
+    return b"".join(chunks)

@@ -1,0 +1,13 @@
+"""How many bytes a task takes in a store: its row as every store encodes it."""
+
+from __future__ import annotations
+
+from . import _codec
+from .base import StoredTask
+
+__all__ = ["encoded_size"]
+
+
+def encoded_size(record: StoredTask) -> int:
+    """Bytes of the task (history, artifacts, status) and its server-side extras, encoded."""
+    return len(_codec.encode_task(record)) + len(_codec.encode_extra(record))

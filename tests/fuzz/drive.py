@@ -1,0 +1,190 @@
+"""One fuzz case, sent and checked: shared by the test suite and the long run (``run_long``).
+
+Each ``*_case`` function sends one generated case over ``served.wire``, checks every property
+of the reply (``checks.py``), counts its outcome, and checks that a normal request still works
+afterwards. A violation raises ``AssertionError`` naming the request.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import schemathesis
+from hypothesis import strategies as st
+from schemathesis import GenerationMode
+from schemathesis.checks import not_a_server_error, response_schema_conformance
+
+from .cases import RpcCase, mutate_body
+from .checks import Stats, check_rest, check_rpc, shown
+from .scene import EMAIL_PROMPT, Scene
+from .values import encode
+from .wire import Wire
+
+TOKEN = "fuzz-reviewer-token"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+
+
+@dataclass
+class Served:
+    wire: Wire
+    scene: Scene
+    db: Path
+
+
+# ----------------------------------------------------------------------------- JSON-RPC
+
+
+def rpc_case(served: Served, case: RpcCase, stats: Stats) -> None:
+    scene = served.scene
+    tree = case.tree if case.slot is None else scene.fill(case.tree, case.slot)
+    body = encode(tree)
+    stats.kinds[case.kind] += 1
+    reply = served.wire.request("POST", "/", body, case.headers())
+    if case.slot is not None:
+        scene.used(case.slot)
+    check_rpc(reply, tree, body, case.method(), stats)
+    scene.healthy()
+
+
+def raw_case(served: Served, body: bytes, stats: Stats) -> None:
+    reply = served.wire.request("POST", "/", body)
+    check_rpc(reply, None, body, None, stats)
+    served.scene.healthy()
+
+
+# ----------------------------------------------------------------------------- /hitl/*
+
+_HITL_CHECKS = [not_a_server_error, response_schema_conformance]
+
+_EDIT = {"type": "edit", "edited_action": {
+    "name": "send_email", "args": {"to": "bob@example.com", "subject": "s", "body": "b"}}}
+#: decisions a reviewer sends for the one pending email, right and wrong
+_DECISIONS = [
+    [{"type": "approve"}], [{"type": "reject", "message": "not now"}], [_EDIT],
+    [{"type": "approve"}, {"type": "approve"}], [{"type": "respond", "message": "x"}],
+    [{"type": "edit", "edited_action": {"name": "send_email", "args": {"to": 1}}}],
+    [{"type": "edit", "edited_action": {"name": "other_tool", "args": {}}}],
+]
+#: a generated body as it is, aimed at the waiting thread, with hostile leaves, or both
+HITL_MODES = ["aimed", "as generated", "mutated", "aimed, mutated"]
+
+
+def hitl_operation(served: Served, path: str) -> Any:
+    """The operation of ``path`` in the OpenAPI document the server serves."""
+    reply = served.wire.request("GET", "/hitl/openapi.json")
+    assert reply.status == 200
+    schema = schemathesis.openapi.from_dict(json.loads(reply.content))
+    return schema[path]["POST"]
+
+
+def hitl_cases(operation: Any) -> st.SearchStrategy[Any]:
+    """schemathesis's cases: bodies that fit the document, and bodies that do not."""
+    return st.one_of(operation.as_strategy(generation_mode=GenerationMode.POSITIVE),
+                     operation.as_strategy(generation_mode=GenerationMode.NEGATIVE))
+
+
+def _headers(case: Any) -> dict[str, str]:
+    """The generated headers that HTTP can carry (header values are Latin-1 at most)."""
+    return {name: value for name, value in (case.headers or {}).items()
+            if isinstance(value, str) and value.isascii() and value.isprintable()}
+
+
+def _content(body: Any) -> bytes:
+    if isinstance(body, bytes):
+        return body
+    if isinstance(body, (dict, list, str, int, float, bool)) or body is None:
+        return encode(body)
+    return b""  # schemathesis's "no body"
+
+
+@st.composite
+def _aimed(draw: st.DrawFn, body: Any, path: str, scene: Scene) -> Any:
+    """The body addressed to the thread whose email waits for approval (or a stale one)."""
+    if not isinstance(body, dict):
+        return body
+    thread, interrupt = scene.pending_thread()
+    body = dict(body)
+    if path == "/hitl/chat":
+        if draw(st.booleans()):
+            body["message"] = EMAIL_PROMPT
+        else:
+            body["thread_id"] = thread
+        return body
+    body["thread_id"] = thread
+    if draw(st.integers(0, 3)):
+        body["decisions"] = draw(st.sampled_from(_DECISIONS))
+    which = draw(st.sampled_from(["current", "none", "current", "stale"]))
+    if which == "current":
+        body["interrupt_id"] = interrupt
+    elif which == "stale" and scene.stale_thread is not None:
+        body["thread_id"], body["interrupt_id"] = scene.stale_thread
+    return body
+
+
+def hitl_case(served: Served, path: str, case: Any, data: st.DataObject, stats: Stats) -> None:
+    """One schemathesis case, as generated, aimed at a waiting thread, or with hostile
+    leaves; checked by schemathesis and by the suite."""
+    scene = served.scene
+    body = case.body
+    mode = data.draw(st.sampled_from(HITL_MODES), label="mode")
+    stats.kinds[mode] += 1
+    if mode.startswith("aimed"):
+        body = data.draw(_aimed(body, path, scene), label="aimed")
+    if mode.endswith("mutated") and isinstance(body, (dict, list)):
+        body, _ = data.draw(mutate_body(body), label="mutated")
+    content = _content(body)
+    reply = served.wire.request("POST", path, content, _headers(case))
+    if isinstance(body, dict) and scene.has_thread(body.get("thread_id")):
+        scene.thread_used()
+    check_rest(reply, content, stats, path)
+    try:
+        case.validate_response(reply.response, checks=_HITL_CHECKS)
+    except Exception as exc:  # schemathesis's FailureGroup: re-raised with the request
+        raise AssertionError(f"POST {path}\nrequest: {shown(content)}\n{exc}") from None
+    scene.healthy()
+
+
+# ----------------------------------------------------------------------------- /reviews/*
+
+REVIEW_TARGETS = ["pending", "pending", "decided", "unknown", "hostile"]
+AUTHS = ["token", "token", "token", "none", "wrong"]
+
+
+@dataclass
+class Reviews:
+    """Reviews of one run: the one waiting (parked as needed) and those decided."""
+
+    pending: list[str] = field(default_factory=list)
+    decided: list[str] = field(default_factory=list)
+
+
+def decision_case(served: Served, reviews: Reviews, drawn: tuple[Any, str], target: str,
+                  hostile_id: str, auth: str, stats: Stats) -> None:
+    body, kind = drawn
+    stats.kinds[kind] += 1
+    if target == "pending" or (target == "decided" and not reviews.decided):
+        if not reviews.pending:
+            reviews.pending.append(served.scene.parked_review())
+        review_id = reviews.pending[0]
+    elif target == "decided":
+        review_id = reviews.decided[-1]
+    elif target == "unknown":
+        review_id = "0f" * 16
+    else:
+        review_id = hostile_id
+    headers = {"token": AUTH, "none": {}, "wrong": {"Authorization": "Bearer nope"}}[auth]
+    # dots too: a client resolves a ``..`` segment before sending, the route never sees it
+    path = f"/reviews/{quote(review_id, safe='').replace('.', '%2E')}/decision"
+    content = encode(body)
+    reply = served.wire.request("POST", path, content, headers)
+    answer = check_rest(reply, content, stats, path)
+    if reply.status == 200:
+        assert answer["id"] == review_id, f"{answer}\nrequest: {shown(content)}"
+        if review_id in reviews.pending:
+            reviews.pending.remove(review_id)
+            reviews.decided.append(review_id)
+    served.scene.healthy()
