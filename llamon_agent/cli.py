@@ -104,6 +104,7 @@ _LIMIT_HELP = {
     "max_parts": "parts of one message",
     "max_data_bytes": "bytes of one data part, metadata object or argument set, as JSON",
     "max_file_bytes": "characters of one file part's base64 bytes",
+    "max_id_chars": "characters of an id a client chooses (messageId, contextId, taskId, ...)",
     "max_task_bytes": "bytes one task stores (its row), and of a context's graph state to "
     "start a new task in it (docs/storage.md)",
 }
