@@ -42,7 +42,6 @@ import statistics
 import subprocess
 import sys
 import time
-import urllib.request
 import uuid
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
@@ -58,6 +57,7 @@ ROOT = BENCH.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.hitl_client import Connection, ProtocolError, percentile  # noqa: E402
+from bench.procs import core_busy_ticks, cpu_ticks, pinned, proc_status, wait_for_card  # noqa: E402
 from llamon_agent.core.bounds import Limits  # noqa: E402
 
 OUT = BENCH / "results" / "large_answers"
@@ -100,10 +100,6 @@ def largest_answer_chars(limits: Limits) -> int:
 # --- the server -----------------------------------------------------------------------------
 
 
-def pinned(core: int, argv: list[str]) -> list[str]:
-    return ["taskset", "-c", str(core), *argv] if (os.cpu_count() or 1) >= 2 else argv
-
-
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -111,30 +107,6 @@ def free_port() -> int:
 
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
-
-
-def cpu_ticks(pid: int) -> int:
-    """utime + stime of the whole process (all threads), in clock ticks."""
-    stat = Path(f"/proc/{pid}/stat").read_text()
-    fields = stat[stat.rindex(")") + 2 :].split()
-    return int(fields[11]) + int(fields[12])
-
-
-def core_busy_ticks(core: int) -> int:
-    """Busy ticks (everything but idle and iowait) of one core, from /proc/stat."""
-    for line in Path("/proc/stat").read_text().splitlines():
-        if line.startswith(f"cpu{core} "):
-            v = [int(x) for x in line.split()[1:]]
-            return sum(v) - v[3] - v[4]
-    return 0
-
-
-def proc_status(pid: int, key: str) -> int:
-    """A ``kB`` field of ``/proc/<pid>/status`` (``VmRSS``, ``VmHWM``)."""
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith(key + ":"):
-            return int(line.split()[1])
-    return 0
 
 
 class Server:
@@ -153,17 +125,8 @@ class Server:
             self.proc = subprocess.Popen(pinned(SERVER_CORE, argv), cwd=ROOT, env=env,
                                          stdout=log, stderr=subprocess.STDOUT,
                                          stdin=subprocess.DEVNULL)
-        url = f"http://127.0.0.1:{self.port}/.well-known/agent-card.json"
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise SystemExit(f"the server exited at start:\n{self.log.read_text()[-3000:]}")
-            try:
-                with urllib.request.urlopen(url, timeout=1) as answer:
-                    if answer.status == 200:
-                        return
-            except OSError:
-                time.sleep(0.2)
+        if wait_for_card(self.proc, self.port, self.log, "the server", timeout):
+            return
         self.stop()
         raise SystemExit(f"the server did not serve its card within {timeout:.0f} s")
 

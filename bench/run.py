@@ -27,7 +27,6 @@ import statistics
 import subprocess
 import sys
 import time
-import urllib.request
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +37,7 @@ ROOT = BENCH.parent
 sys.path.insert(0, str(ROOT))
 
 from bench import hitl_client as hc  # noqa: E402
+from bench.procs import core_busy_ticks, cpu_ticks, pinned, proc_status, wait_for_card  # noqa: E402
 
 RESULTS = BENCH / "results"
 SDK_VENV = BENCH / ".venvs" / "a2a-sdk"
@@ -101,31 +101,8 @@ class Settings:
 # --- processes and /proc --------------------------------------------------------------------
 
 
-def cpu_ticks(pid: int) -> int:
-    """utime + stime of the whole process (all threads), in clock ticks."""
-    stat = Path(f"/proc/{pid}/stat").read_text()
-    fields = stat[stat.rindex(")") + 2 :].split()
-    return int(fields[11]) + int(fields[12])
-
-
 def rss_kb(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
-    return 0
-
-
-def core_busy_ticks(core: int) -> int:
-    """Busy ticks (everything but idle and iowait) of one core, from /proc/stat."""
-    for line in Path("/proc/stat").read_text().splitlines():
-        if line.startswith(f"cpu{core} "):
-            v = [int(x) for x in line.split()[1:]]
-            return sum(v) - v[3] - v[4]
-    return 0
-
-
-def pinned(core: int, argv: list[str]) -> list[str]:
-    return ["taskset", "-c", str(core), *argv] if (os.cpu_count() or 1) >= 2 else argv
+    return proc_status(pid, "VmRSS")
 
 
 def port_open(port: int) -> bool:
@@ -163,17 +140,8 @@ class Server:
         with self.log_path.open("wb") as log:
             self.proc = subprocess.Popen(pinned(SERVER_CORE, argv), cwd=ROOT, stdout=log,
                                          stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        url = f"http://127.0.0.1:{self.spec.port}/.well-known/agent-card.json"
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise SystemExit(f"{self.spec.key} exited at start:\n{self.log_path.read_text()[-3000:]}")
-            try:
-                with urllib.request.urlopen(url, timeout=1) as answer:
-                    if answer.status == 200:
-                        return
-            except OSError:
-                time.sleep(0.2)
+        if wait_for_card(self.proc, self.spec.port, self.log_path, self.spec.key, timeout):
+            return
         self.stop()
         raise SystemExit(f"{self.spec.key} did not serve its agent card within {timeout:.0f} s")
 
