@@ -10,9 +10,11 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
+import orjson
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
@@ -122,7 +124,7 @@ def create_app(
 
     async def agent_card(request: Request) -> Response:
         url = public_url or _local_url(request)
-        return _json(jsonrpc.orjson.dumps(build_card(card_template, url)))
+        return _json(orjson.dumps(build_card(card_template, url)))
 
     async def rpc(request: Request) -> Response:
         manager: TaskManager = request.app.state.manager
@@ -153,7 +155,15 @@ def create_app(
         *hitl_routes(chat_agent or default_chat_agent(agents), limits),
         *review_routes(reviewer_token or os.environ.get("LLAMON_REVIEWER_TOKEN"), limits),
     ]
-    return Starlette(routes=routes, lifespan=lifespan, middleware=[Middleware(ErrorGuard)])
+    return Starlette(routes=routes, lifespan=lifespan, middleware=[Middleware(ErrorGuard)],
+                     exception_handlers={HTTPException: _http_error})
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    """Starlette's own 404 / 405 (an unknown path or method) as JSON, like every other answer."""
+    assert isinstance(exc, HTTPException)
+    return Response(orjson.dumps({"detail": exc.detail}), status_code=exc.status_code,
+                    media_type=_JSON, headers=exc.headers)
 
 
 def _local_url(request: Request) -> str:

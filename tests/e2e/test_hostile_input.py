@@ -397,3 +397,11 @@ async def test_an_undecodable_checkpoint_does_not_stop_the_server(
         assert recovered["status"]["state"] == "failed"
         other, _ = await loan.to_review()
         assert other["status"]["state"] == "working"
+
+
+async def test_unknown_paths_and_methods_are_answered_in_json(client: A2AClient) -> None:
+    response = await client.http.get("/no/such/path")
+    assert (response.status_code, response.json()) == (404, {"detail": "Not Found"})
+    response = await client.http.get("/")
+    assert (response.status_code, response.json()) == (405, {"detail": "Method Not Allowed"})
+    assert response.headers["allow"] == "POST"
