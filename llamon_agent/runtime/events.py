@@ -85,8 +85,13 @@ class EventLog:
             self.close()
 
     def close(self) -> None:
-        """The turn is over: end every live subscription (a no-op after a final event)."""
+        """The turn is over: end every live subscription (a no-op after a final event).
+
+        A finished log lets go of its latest Task (a resubscribe to a task that is not running
+        reads it from the store): the hub keeps up to ``keep_finished`` logs, and a whole task
+        held in each besides the one its events replay adds up (docs/storage.md)."""
         self.finished = True
+        self.snapshot = None
         for sub in list(self._subscribers):
             sub._close()
         self._subscribers.clear()

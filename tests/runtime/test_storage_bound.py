@@ -264,3 +264,16 @@ def test_an_event_log_keeps_one_task_snapshot() -> None:
     assert kept == [13]  # the fifth turn's
     assert log.replay_after(9) is None  # the fourth turn's snapshot (10) is gone: fall back
     assert [seq for seq, _ in log.replay_after(10) or []] == [11, 12, 13, 14, 15]  # exact
+
+
+def test_a_finished_event_log_lets_go_of_its_latest_task() -> None:
+    """The hub keeps up to 1,024 finished logs; each may not hold a whole task besides the
+    one its events replay (a resubscribe to a task that is not running reads the store)."""
+    from llamon_agent.a2a.types import Task
+    from llamon_agent.runtime.events import EventHub
+
+    log = EventHub().open("t1", 0)
+    log.snapshot = Task.model_validate({"id": "t1", "contextId": "c1",
+                                        "status": {"state": "working"}})
+    log.close()
+    assert log.snapshot is None
