@@ -19,7 +19,7 @@ from langgraph.graph import StateGraph
 from llamon_agent import Agent, review_graph
 
 from .nodes import configured_model
-from .outbox import Outbox
+from .outbox import Outbox, server_outbox
 from .planner import EmailPlanner
 
 __all__ = ["CONTACTS", "INTERRUPT_ON", "email_assistant", "email_assistant_graph", "email_tools"]
@@ -36,7 +36,9 @@ SYSTEM_PROMPT = (
 )
 
 
-def email_tools(outbox: Outbox) -> list[BaseTool]:
+def email_tools(outbox: Outbox | None = None) -> list[BaseTool]:
+    """``outbox``: where ``send_email`` writes (default: the one in the server's database)."""
+
     @tool
     def search_contacts(query: str) -> str:
         """Find contacts whose name contains the query; returns 'Name <address>' lines."""
@@ -48,7 +50,7 @@ def email_tools(outbox: Outbox) -> list[BaseTool]:
     async def send_email(to: str, subject: str, body: str, config: RunnableConfig) -> str:
         """Send an email to one address. A human approves it first."""
         thread_id = (config.get("configurable") or {}).get("thread_id")
-        number = await outbox.send(to, subject, body, thread_id)
+        number = await (outbox or server_outbox(config)).send(to, subject, body, thread_id)
         return f"Email #{number} sent to {to} with subject {subject!r}."
 
     return [search_contacts, send_email]
@@ -62,7 +64,7 @@ def email_assistant_graph(
 ) -> StateGraph[Any, Any, Any, Any]:
     return review_graph(
         model or configured_model() or EmailPlanner(),
-        email_tools(outbox or Outbox()),
+        email_tools(outbox),
         interrupt_on=INTERRUPT_ON if interrupt_on is None else interrupt_on,
         system_prompt=SYSTEM_PROMPT,
     )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import unicodedata
 from typing import Annotated, Any, TypedDict
 
@@ -11,6 +10,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 
 from llamon_agent.core.hitl import HITLInterrupt, HITLOption, HITLQuestion
+from llamon_agent.settings import Settings
 
 
 class ReviewState(TypedDict, total=False):
@@ -122,7 +122,7 @@ def until_done_graph() -> StateGraph[Any, Any, Any, Any]:
 
 def configured_model() -> Any:
     """The chat model named by ``LLAMON_MODEL`` (``provider:model``), or none (offline)."""
-    name = os.environ.get("LLAMON_MODEL")
+    name = Settings.from_env().model
     if not name:
         return None
     from langchain.chat_models import init_chat_model  # optional dependency

@@ -1,10 +1,11 @@
 """The email assistant's outbox: one row per email that was really sent.
 
 It is a table (``outbox``) in the server's own SQLite file, so a demo's side effects persist
-with its conversations and tests can count them. The file is ``path`` if given, else
-``$LLAMON_DB`` (which ``llamon-agent serve`` sets to its ``--db``), else ``llamon.sqlite3``,
-the server's default; it is opened at the first use. ``":memory:"`` keeps the rows in this
-process only (one private database per ``Outbox``).
+with its conversations and tests can count them. ``server_outbox(config)`` is the outbox in the
+file of the server running a call (its ``RunContext.db``: ``llamon-agent serve --db``);
+``Outbox(path)`` one in ``path`` (default ``llamon.sqlite3``, the server's default). The file is
+opened at the first use. ``":memory:"`` keeps the rows in this process only (one private
+database per ``Outbox``).
 
 Writes run in a worker thread: the server's own connection to the same file may hold its
 write lock for a moment at the end of another turn, and waiting for it must not block the
@@ -14,15 +15,16 @@ event loop that will release it.
 from __future__ import annotations
 
 import asyncio
-import os
 import sqlite3
 import threading
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-__all__ = ["Outbox"]
+from llamon_agent.core.run_context import run_context
+from llamon_agent.settings import DEFAULT_DB
 
-DEFAULT_DB = "llamon.sqlite3"  # the server's default file (llamon_agent's create_app)
+__all__ = ["Outbox", "server_outbox"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS outbox (
@@ -44,7 +46,7 @@ class Outbox:
 
     @property
     def path(self) -> str:
-        return self._path or os.environ.get("LLAMON_DB") or DEFAULT_DB
+        return self._path or DEFAULT_DB
 
     async def send(self, to: str, subject: str, body: str, thread_id: str | None = None) -> int:
         """Store one sent email; returns its number."""
@@ -91,3 +93,16 @@ class Outbox:
             conn.commit()
             self._conn = conn
         return self._conn
+
+
+_opened: dict[str, Outbox] = {}  # one per file, opened by the first call that writes there
+
+
+def server_outbox(config: Mapping[str, Any] | None) -> Outbox:
+    """The outbox in the database of the server running this call; ``llamon.sqlite3`` for a
+    run that no llamon-agent server started."""
+    served = run_context(config)
+    path = (served.db if served is not None else None) or DEFAULT_DB
+    if path not in _opened:
+        _opened[path] = Outbox(path)
+    return _opened[path]

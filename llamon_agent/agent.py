@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
@@ -11,9 +12,23 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import StateGraph
 from langgraph.pregel import Pregel
 
-from .runtime.hitl_graph import REQUEST_KEY, hitl_builder, route_compiled, state_keys
+from ._langgraph import channel_names, compiled_builder, input_keys
+from .runtime.hitl_graph import REQUEST_KEY, hitl_builder, route_compiled
 
-__all__ = ["Agent"]
+__all__ = ["Agent", "OutputlessGraphWarning"]
+
+#: the state keys a finished turn is read from (runtime/runner.py): ``result`` becomes the
+#: artifact's data part, new AI ``messages`` its text parts
+_OUTPUT_KEYS = frozenset({"result", "messages"})
+
+
+class OutputlessGraphWarning(UserWarning):
+    """The graph's state has no key the SDK reads a turn's output from.
+
+    LangGraph drops a node's update for a key its state schema lacks without a word, so a graph
+    whose state has neither ``result`` nor ``messages`` completes every task with no artifact.
+    """
+
 
 Durability = Literal["sync", "async", "exit"]
 _AGENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
@@ -54,23 +69,40 @@ class Agent:
         ]
         self.llm = llm
         self.durability: Durability = durability
+        _warn_if_outputless(id, graph)
 
     def compile(self, checkpointer: BaseCheckpointSaver[Any]) -> Pregel[Any, Any, Any, Any]:
         """The graph the server runs: HITL-routed and bound to ``checkpointer``."""
         graph = self.graph
         if isinstance(graph, StateGraph):
             return hitl_builder(graph).compile(checkpointer=checkpointer, name=self.id)
-        if isinstance(getattr(graph, "builder", None), StateGraph):
+        if compiled_builder(graph) is not None:
             return route_compiled(graph, checkpointer)
         return graph.copy(update={"checkpointer": checkpointer})
 
     def input_keys(self) -> frozenset[str] | None:
         """Keys of the graph's input schema, or ``None`` when the graph takes any input."""
-        builder = self.graph if isinstance(self.graph, StateGraph) else getattr(self.graph, "builder", None)
+        builder = self.graph if isinstance(self.graph, StateGraph) else compiled_builder(self.graph)
         if not isinstance(builder, StateGraph):
             return None
-        return state_keys(builder) | {REQUEST_KEY}
+        return input_keys(builder) | {REQUEST_KEY}
 
     def card_entry(self) -> dict[str, Any]:
         return {"id": self.id, "name": self.name, "description": self.description}
 
+
+def _warn_if_outputless(
+    agent_id: str, graph: StateGraph[Any, Any, Any, Any] | Pregel[Any, Any, Any, Any]
+) -> None:
+    builder = graph if isinstance(graph, StateGraph) else compiled_builder(graph)
+    if not isinstance(builder, StateGraph):
+        return  # a graph without a builder: its channels are not known here
+    if _OUTPUT_KEYS & channel_names(builder):
+        return
+    warnings.warn(
+        f"agent {agent_id!r}: the graph's state has neither a 'result' nor a 'messages' key, "
+        "so its tasks complete with no artifact (LangGraph drops updates to keys the state "
+        "lacks); add `result: Any` or `messages` to the state schema (docs/hitl.md §3.5)",
+        OutputlessGraphWarning,
+        stacklevel=3,
+    )

@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 from .agent import Agent
 from .core.bounds import Limits
-from .server.app import DEFAULT_DB, create_app
+from .server.app import create_app
 from .server.serve import (
     DEFAULT_KEEP_ALIVE,
     DEFAULT_MAX_CONNECTIONS,
@@ -22,6 +22,7 @@ from .server.serve import (
     ServeOptions,
     serve,
 )
+from .settings import DEFAULT_DB, Settings
 
 DEFAULT_TARGET = "app.main:AGENTS"
 
@@ -51,6 +52,7 @@ def build_app(
     *,
     public_url: str | None = None,
     limits: Limits | None = None,
+    settings: Settings | None = None,
 ) -> Any:
     """A list of Agents becomes an app on ``db``; anything else is served as the ASGI app it is
     (``card``, ``public_url`` and ``limits`` apply to a list of Agents only)."""
@@ -62,7 +64,8 @@ def build_app(
             raise SystemExit(f"error: {target} must be a list of Agent objects or an ASGI app")
         card_path = card if card is not None else ("agent-card.json" if Path("agent-card.json").is_file() else None)
         return create_app(
-            list(obj), db=db, card=card_path, public_url=public_url, limits=limits
+            list(obj), db=db, card=card_path, public_url=public_url, limits=limits,
+            settings=settings,
         )
     if not callable(obj):
         raise SystemExit(f"error: {target} is neither a list of Agents nor an ASGI app")
@@ -110,7 +113,7 @@ _LIMIT_HELP = {
 }
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(settings: Settings) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="llamon-agent", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     serve_cmd = commands.add_parser("serve", help="serve agents over A2A (JSON-RPC at /)")
@@ -119,12 +122,12 @@ def _parser() -> argparse.ArgumentParser:
                            "(default: %(default)s)")
     serve_cmd.add_argument("--host", default="127.0.0.1", help="(default: %(default)s)")
     serve_cmd.add_argument("--port", type=int, default=8000, help="(default: %(default)s)")
-    serve_cmd.add_argument("--db", default=os.environ.get("LLAMON_DB", DEFAULT_DB),
+    serve_cmd.add_argument("--db", default=settings.db,
                            help="SQLite file for tasks and checkpoints, or :memory:; one server "
                            f"per file (default: $LLAMON_DB, else {DEFAULT_DB})")
     serve_cmd.add_argument("--card", default=None,
                            help="agent card JSON (default: ./agent-card.json when present)")
-    public_url = os.environ.get("LLAMON_PUBLIC_URL") or None
+    public_url = settings.public_url
     serve_cmd.add_argument("--public-url", type=_public_url, metavar="URL", default=public_url,
                            help="the endpoint URL the agent card advertises; without it, the "
                            "local address the connection arrived on, never the Host header "
@@ -159,12 +162,11 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    args = _parser().parse_args(argv)
+    settings = Settings.from_env()
+    args = _parser(settings).parse_args(argv)
     limits = Limits(**{name: getattr(args, name) for name in _LIMIT_HELP})
-    # The example app's outbox (app/outbox.py) is a table in the server's file and finds the
-    # file through $LLAMON_DB; the server itself gets it explicitly below.
-    os.environ["LLAMON_DB"] = args.db
-    app = build_app(args.target, args.db, args.card, public_url=args.public_url, limits=limits)
+    app = build_app(args.target, args.db, args.card, public_url=args.public_url, limits=limits,
+                    settings=settings)
     serve(app, ServeOptions(
         host=args.host, port=args.port, log_level=args.log_level,
         request_timeout=args.request_timeout, keep_alive=args.keep_alive,

@@ -50,7 +50,7 @@ def _fold(text: str) -> str:
 
 
 def choices_of(payload: Any) -> list[Choice]:
-    """``choices`` (label/value) first, then the legacy ``options`` list of values (D4)."""
+    """``choices`` (label/value) first, then the legacy ``options`` list of values (docs/hitl.md §5, D4)."""
     if not isinstance(payload, Mapping):
         return []
     structured = payload.get("choices")

@@ -22,6 +22,7 @@ from langgraph.types import Command
 
 from ..agent import Agent
 from ..core.hitl import HITLInterrupt
+from ..core.run_context import run_context
 from ..errors import LlamonError
 from ..reviewer.node import TaskRejected, request_review
 from .children import ChildCaller, ChildFailedError, ChildResult, RemoteAgent
@@ -45,8 +46,8 @@ class OrchestratorState(TypedDict, total=False):
 
 
 def _caller(config: RunnableConfig) -> ChildCaller:
-    runtime = (config.get("configurable") or {}).get("llamon") or {}
-    caller = runtime.get("children")
+    served = run_context(config)
+    caller = served.children if served is not None else None
     if caller is None:
         raise LlamonError("an Orchestrator runs only inside a server built by create_app")
     return caller

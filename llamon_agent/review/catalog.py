@@ -12,8 +12,9 @@ seed 000 in English and do not change with the language: they live in ``decision
 
 from __future__ import annotations
 
-import os
 from typing import Final, Literal
+
+from ..settings import Settings
 
 __all__ = [
     "DEFAULT_LANGUAGE",
@@ -28,7 +29,6 @@ __all__ = [
 Language = Literal["en", "id"]
 LANGUAGES: Final = ("en", "id")
 DEFAULT_LANGUAGE: Final[Language] = "en"
-LANGUAGE_ENV: Final = "LLAMON_LANGUAGE"
 
 #: key -> language -> template (``str.format`` fields; ``!r`` where the seed prints a repr)
 _TEXTS: Final[dict[str, dict[str, str]]] = {
@@ -78,7 +78,9 @@ _TEXTS: Final[dict[str, dict[str, str]]] = {
 
 def default_language() -> Language:
     """The server's default: ``$LLAMON_LANGUAGE`` when it names a supported language."""
-    return _supported(os.environ.get(LANGUAGE_ENV)) or DEFAULT_LANGUAGE
+    # read per call, not cached: a graph served by no server of ours has no Settings to be
+    # handed, and the variable may change between its runs
+    return _supported(Settings.from_env().language) or DEFAULT_LANGUAGE
 
 
 def resolve(language: str | None) -> Language:

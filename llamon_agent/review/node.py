@@ -48,6 +48,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Command, Send, interrupt
 
 from ..core.bounds import Limits, check_value
+from ..core.run_context import run_context
 from ..errors import LimitExceededError
 from . import catalog
 from .decisions import NO_DECISION, REJECTED_BY_USER_MESSAGE, allowed_for, args_schema_error
@@ -61,26 +62,18 @@ __all__ = [
     "TOOL_NODE",
     "ReviewState",
     "review_graph",
-    "run_settings",
 ]
 
 LLM_CALL = "llm_call"
 HUMAN_REVIEW = "human_review"
 TOOL_NODE = "tool_node"
 REVIEW_KEY = "llamon_review"
-SETTINGS_KEY = "llamon"  # config["configurable"]["llamon"]: {"language", "interrupt_on"}
 
 
 class ReviewState(TypedDict, total=False):
     messages: Annotated[list[AnyMessage], add_messages]
     #: the review being asked: {"request": pending_review, "tool_call_ids": [...]}
     llamon_review: dict[str, Any] | None
-
-
-def run_settings(config: RunnableConfig | None) -> Mapping[str, Any]:
-    """What the runtime passes to a run: the request's language, the wire's added reviews."""
-    settings = ((config or {}).get("configurable") or {}).get(SETTINGS_KEY)
-    return settings if isinstance(settings, Mapping) else {}
 
 
 def _context_value(runtime: Runtime[Any] | None, key: str) -> Any:
@@ -91,7 +84,10 @@ def _context_value(runtime: Runtime[Any] | None, key: str) -> Any:
 
 
 def _language(config: RunnableConfig, runtime: Runtime[Any] | None) -> str:
-    return catalog.resolve(run_settings(config).get("language") or _context_value(runtime, "language"))
+    served = run_context(config)
+    return catalog.resolve(
+        (served.language if served else None) or _context_value(runtime, "language")
+    )
 
 
 def review_graph(
@@ -123,7 +119,8 @@ def review_graph(
 
     def run_policy(config: RunnableConfig, runtime: Runtime[Any] | None) -> ReviewPolicy:
         override = _context_value(runtime, "interrupt_on")
-        return policy.merge(override).add(run_settings(config).get("interrupt_on"))
+        served = run_context(config)  # the server's: the reviews the wire added
+        return policy.merge(override).add(served.interrupt_on if served else None)
 
     async def llm_call(
         state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]

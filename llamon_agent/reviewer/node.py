@@ -7,9 +7,10 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import interrupt
 
+from .._langgraph import resume_waiting
+from ..core.run_context import run_context
 from ..errors import LlamonError
-from ..runtime.hitl_graph import resume_waiting
-from .port import Decision, HumanReviewPort
+from .port import Decision
 
 __all__ = ["REVIEW_WAIT_SCHEMA", "TaskRejected", "is_review_wait", "request_review"]
 
@@ -28,13 +29,6 @@ def is_review_wait(value: Any) -> bool:
     return isinstance(value, dict) and value.get("schema") == REVIEW_WAIT_SCHEMA
 
 
-def _runtime(config: RunnableConfig) -> dict[str, Any]:
-    runtime = (config.get("configurable") or {}).get("llamon")
-    if not isinstance(runtime, dict) or "task_id" not in runtime:
-        raise LlamonError("request_review runs only inside a task served by llamon-agent")
-    return runtime
-
-
 async def request_review(draft: Any, config: RunnableConfig) -> Decision:
     """Submit ``draft`` to the server's ``HumanReviewPort`` and wait for the decision.
 
@@ -42,8 +36,10 @@ async def request_review(draft: Any, config: RunnableConfig) -> Decision:
     decides through the port; then the node runs again and this call returns the decision.
     Submitting is idempotent per task, so the second run finds the same review.
     """
-    runtime = _runtime(config)
-    port: HumanReviewPort | None = runtime.get("reviews")
+    served = run_context(config)
+    if served is None or served.task_id is None or served.agent_id is None:
+        raise LlamonError("request_review runs only inside a task served by llamon-agent")
+    port = served.reviews
     if port is None:
         raise LlamonError("no HumanReviewPort is configured for this server")
     if resume_waiting(config):
@@ -52,9 +48,9 @@ async def request_review(draft: Any, config: RunnableConfig) -> Decision:
         answer = interrupt(None)
     else:
         review = await port.submit(
-            task_id=runtime["task_id"],
+            task_id=served.task_id,
             context_id=(config.get("configurable") or {})["thread_id"],
-            agent_id=runtime["agent_id"],
+            agent_id=served.agent_id,
             draft=draft,
         )
         answer = interrupt({"schema": REVIEW_WAIT_SCHEMA, "review_id": review.id, "draft": draft})

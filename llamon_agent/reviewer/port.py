@@ -111,8 +111,9 @@ class HumanReviewPort(Protocol):
         ``pending()`` and ``decide`` refuses them. Returns the reviews it closed."""
         ...
 
-    def on_decision(self, listener: Listener) -> None:
-        """Called after every decision (the runtime resumes the waiting task)."""
+    def on_decision(self, listener: Listener) -> Callable[[], None]:
+        """Called after every decision (the runtime resumes the waiting task). Returns the
+        call that removes the listener (a stopped runtime must not be resumed)."""
         ...
 
 
@@ -120,11 +121,17 @@ class _Notifying:
     def __init__(self) -> None:
         self._listeners: list[Listener] = []
 
-    def on_decision(self, listener: Listener) -> None:
+    def on_decision(self, listener: Listener) -> Callable[[], None]:
         self._listeners.append(listener)
 
+        def remove() -> None:
+            if listener in self._listeners:
+                self._listeners.remove(listener)
+
+        return remove
+
     async def _notify(self, review: Review) -> None:
-        for listener in self._listeners:
+        for listener in list(self._listeners):  # a listener may remove itself
             await listener(review)
 
 

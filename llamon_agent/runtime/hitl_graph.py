@@ -12,29 +12,38 @@ Every user node is wrapped (subgraph nodes are recompiled the same way, recursiv
 * **Asking again from the consuming run, or asking with ``update=``.** A second ``interrupt()`` in
   the same task would replay every earlier answer (langgraph#7780), and an interrupt discards the
   node's writes. So these asks are *routed*: the request goes to a private channel, the node's
-  edges divert to one generated node ``__hitl__`` (langgraph-hitl.md section 3.3) that asks and
+  edges divert to one generated node ``__hitl__`` (docs/hitl.md §3.3) that asks and
   then jumps back with the answer in state. Still one run per answer, and the update is kept.
 
-The user's builder is never mutated: a shallow copy gets new node, edge and branch tables.
+The user's builder is never mutated: a shallow copy gets new node, edge and branch tables
+(``llamon_agent/_langgraph.py`` holds every use of LangGraph's private API and tables).
 """
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 from collections.abc import Hashable
 from inspect import isclass
 from typing import Annotated, Any, TypedDict
 
-from langchain_core.runnables import RunnableConfig
-from langgraph._internal._constants import CONFIG_KEY_SCRATCHPAD
-from langgraph._internal._runnable import RunnableCallable
+from langchain_core.runnables import Runnable, RunnableConfig
 from langgraph.graph import END, StateGraph
-from langgraph.graph._branch import BranchSpec
 from langgraph.pregel import Pregel
 from langgraph.types import Command, interrupt
 from pydantic import BaseModel
 
+from .._langgraph import (
+    BranchSpec,
+    BuilderCopy,
+    UserBranch,
+    checkpointer_of,
+    compile_like,
+    compiled_builder,
+    lean_runnable,
+    make_branch,
+    node_names,
+    resume_waiting,
+)
 from ..core.hitl import HITLInterrupt
 
 HITL_NODE = "__hitl__"
@@ -79,17 +88,6 @@ def _check_thread(request: HITLInterrupt, config: RunnableConfig) -> None:
         )
 
 
-def resume_waiting(config: RunnableConfig) -> list[Any] | None:
-    """Resume values LangGraph holds for the running task, read without consuming them.
-
-    LangGraph offers no public way to ask "is there an answer for me?" before calling
-    ``interrupt()``; the scratchpad is where ``interrupt()`` itself looks.
-    """
-    scratchpad = (config.get("configurable") or {}).get(CONFIG_KEY_SCRATCHPAD)
-    resume = getattr(scratchpad, "resume", None)
-    return resume if isinstance(resume, list) else None
-
-
 def _take_answer(config: RunnableConfig) -> tuple[str, Any] | None:
     """The answer to this node's first ask, if the runtime resumed it with one."""
     waiting = resume_waiting(config)
@@ -125,7 +123,7 @@ def _keep_answer(out: Any, key: str, value: Any) -> Any:
     return out
 
 
-def _wrap_node(name: str, runnable: Any) -> RunnableCallable:
+def _wrap_node(name: str, runnable: Any) -> Runnable[Any, Any]:
     def handle(out: Any, config: RunnableConfig, *, first: bool) -> Any:
         if not isinstance(out, HITLInterrupt):
             return out
@@ -151,9 +149,7 @@ def _wrap_node(name: str, runnable: Any) -> RunnableCallable:
         out = runnable.invoke(_with_answer(state, key, value), config)
         return handle(_keep_answer(out, key, value), config, first=False)
 
-    # LangGraph's own lean runnable: inspects signatures once, adds no callback layer (the
-    # user's runnable inside keeps its own tracing)
-    return RunnableCallable(run, arun, name=name, trace=False, recurse=False)
+    return lean_runnable(run, arun, name=name)
 
 
 def public_payload(value: Any) -> Any:
@@ -198,13 +194,11 @@ def _router(node: str, targets: list[str]) -> BranchSpec:
         return list(targets) if targets else END
 
     ends: dict[Hashable, str] = {t: t for t in [*targets, HITL_NODE, END]}
-    return BranchSpec(
-        path=RunnableCallable(route, trace=False, recurse=False), ends=ends, input_schema=_HitlChannels
-    )
+    return make_branch(route, ends=ends, input_schema=_HitlChannels)
 
 
 def _guard_branch(
-    node: str, branch: BranchSpec, raw_schema: type[Any], user_schema: type[Any]
+    node: str, branch: UserBranch, raw_schema: type[Any], user_schema: type[Any]
 ) -> BranchSpec:
     """A user's conditional edge that must not fire while its node waits for an answer."""
     coerce = isclass(user_schema) and (
@@ -226,80 +220,51 @@ def _guard_branch(
         return branch.path.invoke(user_state(state), config)
 
     ends = None if branch.ends is None else {**branch.ends, HITL_NODE: HITL_NODE}
-    return BranchSpec(
-        path=RunnableCallable(route, aroute, trace=False, recurse=False),
-        ends=ends,
-        input_schema=raw_schema,
-    )
+    return make_branch(route, aroute, ends=ends, input_schema=raw_schema)
 
 
 def hitl_builder(builder: StateGraph[Any, Any, Any, Any]) -> StateGraph[Any, Any, Any, Any]:
     """A copy of ``builder`` whose nodes may return ``HITLInterrupt``."""
-    if HITL_NODE in builder.nodes:
+    user_nodes = node_names(builder)
+    if HITL_NODE in user_nodes:
         raise ValueError(f"node name {HITL_NODE!r} is reserved by llamon_agent")
-    graph = copy.copy(builder)
-    graph.compiled = False
-    graph.nodes = dict(builder.nodes)
-    graph.edges = set(builder.edges)
-    graph.branches = type(builder.branches)(dict, {k: dict(v) for k, v in builder.branches.items()})
-    graph.schemas = dict(builder.schemas)
-    graph.channels = dict(builder.channels)
-    graph.managed = dict(builder.managed)
-    graph.waiting_edges = set(builder.waiting_edges)
+    tables = BuilderCopy(builder)
+    graph = tables.graph
     graph.add_node(HITL_NODE, _hitl_node, input_schema=_HitlChannels)  # type: ignore[misc]  # registers the channel
 
-    request_channel = graph.schemas[_HitlChannels][REQUEST_KEY]
+    request_channel = tables.schema_channels(_HitlChannels)[REQUEST_KEY]
     # new input must be able to clear stale requests, so the input schema carries the channel
-    graph.schemas[graph.input_schema] = {
-        **graph.schemas[graph.input_schema], REQUEST_KEY: request_channel
-    }
-    user_nodes = [n for n in builder.nodes]
+    tables.set_schema_channels(
+        tables.input_schema,
+        {**tables.schema_channels(tables.input_schema), REQUEST_KEY: request_channel},
+    )
     for node in user_nodes:
-        spec = graph.nodes[node]
-        subgraph = spec.runnable
-        if isinstance(subgraph, Pregel) and isinstance(getattr(subgraph, "builder", None), StateGraph):
-            routed = route_compiled(subgraph, subgraph.checkpointer)
-            graph.nodes[node] = dataclasses.replace(spec, runnable=routed)
+        runnable, node_schema = tables.node(node)
+        if compiled_builder(runnable) is not None:
+            tables.set_node_runnable(node, route_compiled(runnable, checkpointer_of(runnable)))
         else:
-            graph.nodes[node] = dataclasses.replace(spec, runnable=_wrap_node(node, spec.runnable))
-        targets = sorted(end for start, end in builder.edges if start == node)
-        graph.edges -= {(node, end) for end in targets}
-        for name, branch in list(graph.branches.get(node, {}).items()):
-            user_schema = branch.input_schema or spec.input_schema
-            raw_schema = _raw_schema(graph, user_schema, request_channel)
-            graph.branches[node][name] = _guard_branch(node, branch, raw_schema, user_schema)
-        graph.branches[node][ROUTER_BRANCH] = _router(node, targets)
+            tables.set_node_runnable(node, _wrap_node(node, runnable))
+        targets = tables.take_edges(node)
+        for name, branch in tables.branches(node):
+            user_schema = branch.input_schema or node_schema
+            raw_schema = _raw_schema(tables, user_schema, request_channel)
+            tables.set_branch(node, name, _guard_branch(node, branch, raw_schema, user_schema))
+        tables.set_branch(node, ROUTER_BRANCH, _router(node, targets))
     return graph
 
 
-def _raw_schema(graph: StateGraph[Any, Any, Any, Any], user_schema: type[Any], channel: Any) -> type[Any]:
+def _raw_schema(tables: BuilderCopy, user_schema: type[Any], channel: Any) -> type[Any]:
     """A schema key whose reader yields the user's channels plus the request, as a plain dict."""
     raw = type(f"_Raw_{getattr(user_schema, '__name__', 'State')}", (), {})
-    graph.schemas[raw] = {**graph.schemas[user_schema], REQUEST_KEY: channel}
+    tables.set_schema_channels(raw, {**tables.schema_channels(user_schema), REQUEST_KEY: channel})
     return raw
 
 
 def route_compiled(graph: Pregel[Any, Any, Any, Any], checkpointer: Any) -> Pregel[Any, Any, Any, Any]:
     """Recompile a compiled ``StateGraph`` from its builder with HITL routing."""
-    builder = graph.builder  # type: ignore[attr-defined]
-    return hitl_builder(builder).compile(
-        checkpointer=checkpointer,
-        interrupt_before=_nodes(graph.interrupt_before_nodes),
-        interrupt_after=_nodes(graph.interrupt_after_nodes),
-        store=graph.store,
-        name=graph.name,
-    )
-
-
-def _nodes(selection: Any) -> Any:
-    """A compiled graph's interrupt_before/after, in the form ``compile()`` takes."""
-    if selection == "*":
-        return "*"
-    return list(selection) or None
-
-
-def state_keys(builder: StateGraph[Any, Any, Any, Any]) -> frozenset[str]:
-    """The keys of the graph's input schema: only these are passed as input."""
-    return frozenset(builder.schemas.get(builder.input_schema, builder.channels))
+    builder = compiled_builder(graph)
+    if builder is None:
+        raise TypeError("route_compiled needs a compiled StateGraph")
+    return compile_like(graph, hitl_builder(builder), checkpointer)
 
 

@@ -46,7 +46,7 @@ def agent_message(
 
 
 def question_parts(value: Any, language: str | None = None) -> list[Part]:
-    """Seed 004 D2: ``[text part with the question, data part {"hitl": payload}]``.
+    """Seed 004's rule D2 (docs/hitl.md §5): ``[text part with the question, data part {"hitl": payload}]``.
 
     A tool review (``action_requests`` + ``review_configs``) is ``[summary text, data part
     {"hitl": {"schema": "llamon.hitl.review.v1", "action_requests", "review_configs"}}]``, the

@@ -1,11 +1,12 @@
-"""What a run's config carries for the graph (``configurable["llamon"]``): the request's
-language and the tool reviews the client added for the task."""
+"""The request's part of a run's ``RunContext``: its language and the tool reviews the client
+added for the task."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from ..a2a.types import MessageSendParams
+from ..core.run_context import RunContext
 from ..errors import InvalidParamsError
 from ..review import catalog
 from ..review.policy import parse_wire_override
@@ -37,10 +38,11 @@ def remember_reviews(record: StoredTask, added: dict[str, Any]) -> None:
         record.extra[_INTERRUPT_ON] = {**added, **(earlier if isinstance(earlier, dict) else {})}
 
 
-def run_settings(record: StoredTask, language: str | None = None) -> dict[str, Any]:
-    """``configurable["llamon"]`` of the task's runs (see ``config_for``)."""
-    settings: dict[str, Any] = {"language": catalog.resolve(language)}
+def run_settings(record: StoredTask, language: str | None = None) -> RunContext:
+    """The request's settings for the task's runs (the server adds the rest: ``_run_context``
+    of ``TaskManager``)."""
     added = record.extra.get(_INTERRUPT_ON)
-    if isinstance(added, dict) and added:
-        settings["interrupt_on"] = added
-    return settings
+    return RunContext(
+        language=catalog.resolve(language),
+        interrupt_on=added if isinstance(added, dict) else {},
+    )

@@ -31,7 +31,8 @@ import asyncio
 import logging
 import uuid
 from collections.abc import AsyncIterator, Sequence
-from contextlib import AsyncExitStack
+from contextlib import AsyncExitStack, suppress
+from dataclasses import replace
 from typing import Any
 
 import httpx
@@ -51,6 +52,7 @@ from ..a2a.types import (
 from ..agent import Agent
 from ..core.bounds import Limits
 from ..core.normalize import Reask, normalize_answer
+from ..core.run_context import RunContext
 from ..errors import (
     ContentTypeNotSupportedError,
     InvalidParamsError,
@@ -148,20 +150,32 @@ class TaskManager:
         return list(self._agents)
 
     async def __aenter__(self) -> TaskManager:
-        for agent in self._agents:
-            self._served[agent.id] = ServedAgent(
-                agent, agent.compile(self._storage.checkpointer), agent.input_keys()
-            )
-        self._http = await self._stack.enter_async_context(httpx.AsyncClient(timeout=60))
-        # one child caller per agent, built once (runs only reference it)
-        self._children = {
-            agent.id: Children(agent, set(self._served), self._send_child, self.cancel, self._http)
-            for agent in self._agents
-        }
-        self._group = await self._stack.enter_async_context(asyncio.TaskGroup())
-        if self._reviews is not None:
-            self._reviews.on_decision(self._on_review_decision)
-        await self._recover()
+        """Everything opened here is on ``_stack``: a step that fails (recovery raising) closes
+        what the earlier steps opened instead of leaking the client, the group's turns and the
+        review listener."""
+        try:
+            for agent in self._agents:
+                self._served[agent.id] = ServedAgent(
+                    agent, agent.compile(self._storage.checkpointer), agent.input_keys()
+                )
+            self._http = await self._stack.enter_async_context(httpx.AsyncClient(timeout=60))
+            # one child caller per agent, built once (runs only reference it)
+            self._children = {
+                agent.id: Children(
+                    agent, set(self._served), self._send_child, self.cancel, self._http
+                )
+                for agent in self._agents
+            }
+            self._group = await self._stack.enter_async_context(asyncio.TaskGroup())
+            if self._reviews is not None:
+                self._stack.callback(self._reviews.on_decision(self._on_review_decision))
+            await self._recover()
+        except BaseException as exc:
+            # handing ``exc`` to the stack makes the group cancel the turns recovery started
+            # (instead of awaiting them); the group re-raises it wrapped, the caller gets ``exc``
+            with suppress(BaseException):
+                await self._stack.__aexit__(type(exc), exc, exc.__traceback__)
+            raise
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -523,11 +537,13 @@ class TaskManager:
                 outcome = await run_turn(
                     turn.served.graph,
                     turn.graph_input,
-                    config_for(record.context_id, self._runtime_settings(turn)),
+                    config_for(record.context_id, self._run_context(turn)),
                     durability=turn.served.agent.durability,
                     on_progress=lambda chunk: self._progress(turn, chunk),
                 )
-                ending = ending_of(outcome, record, turn.settings.get("language"))
+                ending = ending_of(
+                    outcome, record, turn.settings.language if turn.settings else None
+                )
             except asyncio.CancelledError:
                 if not turn.canceled:
                     raise
@@ -608,17 +624,18 @@ class TaskManager:
         except Exception:  # the task's end is stored: report it even so
             log.exception("reviews of task %s could not be closed", record.id)
 
-    def _runtime_settings(self, turn: Turn) -> dict[str, Any]:
-        """``configurable["llamon"]`` of a run: the request's settings plus what nodes use to
-        reach the server (the review port, the children of an orchestrator)."""
+    def _run_context(self, turn: Turn) -> RunContext:
+        """The context of a run: the request's settings plus what nodes use to reach the server
+        (the review port, the children of an orchestrator)."""
         record, served = turn.record, turn.served
-        return {
-            **(turn.settings or run_settings(record)),
-            "task_id": record.id,
-            "agent_id": served.agent.id,
-            "reviews": self._reviews,
-            "children": self._children[served.agent.id],
-        }
+        return replace(
+            turn.settings or run_settings(record),
+            task_id=record.id,
+            agent_id=served.agent.id,
+            reviews=self._reviews,
+            children=self._children[served.agent.id],
+            db=self._storage.db,
+        )
 
     async def _send_child(self, params: MessageSendParams) -> Task:
         return await self.send(params)

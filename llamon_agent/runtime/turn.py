@@ -11,6 +11,7 @@ from langgraph.pregel import Pregel
 
 from ..a2a.types import Artifact, DataPart, Message, Part, Task, TextPart
 from ..agent import Agent
+from ..core.run_context import RunContext, with_run_context
 from ..errors import InvalidAgentResponseError
 from ..reviewer.node import is_review_wait
 from ..stores.base import StoredTask
@@ -68,7 +69,7 @@ class Turn:
     canceled: bool = False
     subscription: Subscription | None = None
     parked: bool = False  # the turn ended waiting for a reviewer (task stays ``working``)
-    settings: dict[str, Any] = field(default_factory=dict)  # config_for's ``llamon`` entry
+    settings: RunContext | None = None  # the request's part of the runs' context
 
     @property
     def seen_early(self) -> bool:
@@ -92,12 +93,11 @@ class Ending:
         return not self.final
 
 
-def config_for(context_id: str, settings: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The LangGraph config of a context's runs. ``settings`` (the request's ``language``, the
-    reviews the wire added, ``interrupt_on``) reach the graph as ``configurable["llamon"]``."""
+def config_for(context_id: str, context: RunContext | None = None) -> dict[str, Any]:
+    """The LangGraph config of a context's runs; nodes read ``context`` with ``run_context``."""
     configurable: dict[str, Any] = {"thread_id": context_id}
-    if settings:
-        configurable["llamon"] = settings
+    if context is not None:
+        configurable = with_run_context(configurable, context)
     return {"configurable": configurable}
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
@@ -27,6 +26,7 @@ from ..review.catalog import language_of
 from ..reviewer.port import HumanReviewPort, InMemoryReviewPort
 from ..runtime.events import Event
 from ..runtime.tasks import TaskManager
+from ..settings import DEFAULT_DB, Settings
 from ..stores.base import TaskStore
 from ..stores.storage import Storage, open_storage
 from . import jsonrpc
@@ -36,11 +36,10 @@ from .guard import ErrorGuard
 from .hitl_rest import default_chat_agent, hitl_routes
 from .reviews_rest import review_routes
 
-__all__ = ["DEFAULT_DB", "create_app"]
+__all__ = ["DEFAULT_DB", "create_app"]  # DEFAULT_DB: from settings, kept here for importers
 
 log = logging.getLogger(__name__)
 
-DEFAULT_DB = "llamon.sqlite3"
 _JSON = "application/json"
 _SSE_HEADERS = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
 
@@ -66,6 +65,7 @@ def create_app(
     reviews: HumanReviewPort | None = None,
     reviewer_token: str | None = None,
     review_wait: float = 5.0,
+    settings: Settings | None = None,
 ) -> Starlette:
     """Serve ``agents`` (the first is the default) on one JSON-RPC endpoint at ``/``.
 
@@ -89,6 +89,9 @@ def create_app(
     <reviewer_token>`` (default ``$LLAMON_REVIEWER_TOKEN``; with none the endpoints are off).
     A blocking ``message/send`` whose task waits for a reviewer returns after ``review_wait``
     seconds with the task ``working``.
+
+    ``settings`` supplies what the arguments leave unset (default ``Settings.from_env()``,
+    read once here).
     """
     agents = list(agents)
     if not agents or not all(isinstance(a, Agent) for a in agents):
@@ -96,6 +99,7 @@ def create_app(
     if (task_store is None) != (checkpointer is None):
         raise ValueError("pass task_store and checkpointer together, or neither")
     card_template = load_card(card, agents)
+    settings = settings or Settings.from_env()  # what the arguments leave unset
     limits = limits or Limits()
     if chat_agent is not None and chat_agent not in {a.id for a in agents}:
         raise ValueError(f"chat_agent {chat_agent!r} is not one of the served agents")
@@ -109,7 +113,7 @@ def create_app(
                 yield
             return
         async with (
-            open_storage(db or os.environ.get("LLAMON_DB") or DEFAULT_DB) as storage,
+            open_storage(db or settings.db) as storage,
             _manager(storage) as manager,
         ):
             app.state.manager = manager
@@ -153,7 +157,7 @@ def create_app(
         Route("/.well-known/agent-card.json", agent_card, methods=["GET"]),
         Route("/.well-known/agent.json", agent_card, methods=["GET"]),
         *hitl_routes(chat_agent or default_chat_agent(agents), limits),
-        *review_routes(reviewer_token or os.environ.get("LLAMON_REVIEWER_TOKEN"), limits),
+        *review_routes(reviewer_token or settings.reviewer_token, limits),
     ]
     return Starlette(routes=routes, lifespan=lifespan, middleware=[Middleware(ErrorGuard)],
                      exception_handlers={HTTPException: _http_error})

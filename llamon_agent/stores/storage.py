@@ -27,6 +27,9 @@ class Storage:
     tasks: TaskStore
     checkpointer: BaseCheckpointSaver[Any]
     reviews: HumanReviewPort = field(default_factory=InMemoryReviewPort)
+    #: the SQLite file (or ``:memory:``) it was opened on; ``None`` for stores given in code.
+    #: Runs see it as ``RunContext.db`` (an application may keep its own tables there).
+    db: str | None = None
 
 
 @asynccontextmanager
@@ -39,7 +42,7 @@ async def open_storage(db: str) -> AsyncIterator[Storage]:
     """
     if db == MEMORY:
         yield Storage(tasks=InMemoryTaskStore(), checkpointer=InMemorySaver(),
-                      reviews=InMemoryReviewPort())
+                      reviews=InMemoryReviewPort(), db=db)
         return
     with ExitStack() as opened:  # closed in reverse: offload, connection, then the lock
         lock = lock_file(db)
@@ -51,4 +54,4 @@ async def open_storage(db: str) -> AsyncIterator[Storage]:
         saver = InlineSqliteSaver(conn, offload=offload)
         saver.setup()
         yield Storage(tasks=SQLiteTaskStore(conn, offload=offload), checkpointer=saver,
-                      reviews=SQLiteReviewPort(conn))
+                      reviews=SQLiteReviewPort(conn), db=db)

@@ -1,6 +1,6 @@
 """Black-box tests of the JSON-RPC 2.0 envelope, every error code and the non-streaming methods.
 
-Wire contract: A2A v0.3 (schema in tests/spec/; section numbers of the v0.3 specification) (sections 1, 2, 5, 6, 7, 12, 13).
+Wire contract: docs/wire.md (sections 1, 2, 5, 6, 7, 12, 13); schema in tests/spec/.
 Every error body is validated against ``JSONRPCErrorResponse`` and every success against the
 matching ``*SuccessResponse`` definition of the official v0.3 JSON Schema.
 """

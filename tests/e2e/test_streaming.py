@@ -1,6 +1,6 @@
 """Black-box tests of message/stream, tasks/resubscribe, blocking, cancel and concurrency.
 
-Wire contract: A2A v0.3 (schema in tests/spec/; section numbers of the v0.3 specification) (sections 7, 8, 9). Every SSE ``data:`` is
+Wire contract: docs/wire.md (sections 7, 8, 9); schema in tests/spec/. Every SSE ``data:`` is
 validated against ``SendStreamingMessageSuccessResponse`` (or ``JSONRPCErrorResponse``).
 
 SSE framing (LF only) has its own test, ``test_sse_framing_is_lf_only_one_compact_json_per_frame``;
@@ -336,7 +336,7 @@ async def test_sse_framing_is_lf_only_one_compact_json_per_frame(
         payload = data_lines[0][len("data: ") :]
         assert payload == json.dumps(event["data"], separators=(",", ":"), ensure_ascii=False)
     assert raw.replace("\r\n", "\n").endswith("\n\n")
-    assert "\r" not in raw, "SSE lines must be separated by LF, never CRLF (a2a-v0.3.md 8.3)"
+    assert "\r" not in raw, "SSE lines must be separated by LF, never CRLF (docs/wire.md §8.3)"
 
 
 # ---------------------------------------------------------------------------- message/stream

@@ -17,6 +17,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
 
 from llamon_agent import Agent
+from llamon_agent.core.run_context import run_context
 from llamon_agent.reviewer import request_review
 from tests.orchestrator.helpers import (
     DRAFT_WITH_COLLATERAL,
@@ -83,10 +84,11 @@ def _failing_while_reviewed(opened: list[str]) -> Agent:
         return {"result": decision.type}
 
     async def explode(state: _State, config: RunnableConfig) -> dict[str, Any]:
-        llamon = config["configurable"]["llamon"]
+        served = run_context(config)
+        assert served is not None and served.reviews is not None
         for _ in range(500):  # until the other branch's review is open
-            mine = [r.id for r in await llamon["reviews"].pending()
-                    if r.task_id == llamon["task_id"]]
+            mine = [r.id for r in await served.reviews.pending()
+                    if r.task_id == served.task_id]
             if mine:
                 opened.extend(mine)
                 raise RuntimeError("the ledger is unreachable")

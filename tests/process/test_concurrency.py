@@ -1,6 +1,6 @@
 """Concurrent answers to one waiting task, over real sockets to a real server process.
 
-Rule (a2a-v0.3.md §7.6): one run per context; a follow-up that arrives while a run is in progress
+Rule (docs/wire.md §7.6): one run per context; a follow-up that arrives while a run is in progress
 is refused with ``-32004`` and ``data.reason == "task is busy"``. It must never be queued, since a
 queued answer would be taken as the answer to the next question.
 
@@ -139,7 +139,7 @@ async def test_concurrent_answers_only_one_moves_the_task(
 async def test_concurrent_streamed_answers_only_one_moves_the_task(
     slow_server: Server, tmp_path: Path
 ) -> None:
-    """Over ``message/stream`` a refused answer is one SSE error event (§8.2), then close."""
+    """Over ``message/stream`` a refused answer is one SSE error event (docs/wire.md §8.2), then close."""
     log, gate = tmp_path / "side-effects.log", tmp_path / "gate"
     context_id = f"concurrent-stream-{uuid.uuid4()}"
     task = await _start_task(slow_server, context_id, {"log": str(log), "gate": str(gate)})

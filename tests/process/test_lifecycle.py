@@ -36,7 +36,7 @@ async def _wait_for_line(log: Path, timeout: float = 10) -> None:
 
 
 async def test_client_disconnect_does_not_cancel_the_run(launch: Launch, tmp_path: Path) -> None:
-    """a2a-v0.3.md §7.8: a dropped SSE connection only detaches that subscriber."""
+    """docs/wire.md §7.8: a dropped SSE connection only detaches that subscriber."""
     server = launch(SLOW_TARGET)
     log = tmp_path / "side-effects.log"
     context_id = f"disconnect-{uuid.uuid4()}"

@@ -1,6 +1,6 @@
 """Durability across a hard crash: SIGKILL the server, start it again on the same SQLite file.
 
-Every context resumes where it stopped, answered by ``contextId`` only (Seed D, D8), and
+Every context resumes where it stopped, answered by ``contextId`` only (seed 004, docs/hitl.md §5 D8), and
 ``tasks/get`` returns the stored tasks unchanged.
 """
 

@@ -1,4 +1,6 @@
-"""Seed D's JSON-RPC conversation (seeds-digest.md §4.4), verbatim, against a real server."""
+"""Seed 004's JSON-RPC conversation (the README's), verbatim, against a real server.
+
+D1...D13 are seed 004's wire rules, docs/hitl.md §5; the seeds: docs/architecture.md."""
 
 from __future__ import annotations
 
@@ -181,5 +183,5 @@ async def test_seed_conversation_over_message_stream(example_server: Server) -> 
     assert last["kind"] == "status-update" and last["final"] is True
     assert last["status"]["state"] == "input-required"
     assert last["status"]["message"]["parts"] == SEED_PARTS
-    # a2a-v0.3.md §8.3: "Separate lines with \\n (LF), never \\r\\n"
+    # docs/wire.md §8.3: "Separate lines with \\n (LF), never \\r\\n"
     assert "\r" not in raw, raw[:120]

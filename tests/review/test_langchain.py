@@ -68,7 +68,7 @@ async def test_the_middlewares_interrupt_shows_the_same_payload(rest: Rest) -> N
 
 
 async def test_langchain_alone_persists_a_bad_answer_and_fails_for_ever(outbox: Outbox) -> None:
-    """The trap the runtime's validation exists for (langgraph-hitl.md section 4.6)."""
+    """The trap the runtime's validation exists for (docs/hitl.md §4.6)."""
     graph = langchain_agent(outbox).copy(update={"checkpointer": InMemorySaver()})
     config = {"configurable": {"thread_id": "trap"}}
     await graph.ainvoke({"messages": [("user", TWO_REQUEST)]}, config)

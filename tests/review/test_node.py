@@ -13,6 +13,7 @@ from langgraph.types import Command
 from app.assistant import email_tools
 from app.outbox import Outbox
 from llamon_agent import NO_DECISION, REJECTED_BY_USER_MESSAGE, review_graph
+from llamon_agent.core.run_context import RunContext, with_run_context
 from tests.review.helpers import EDITED_ARGS, SEED_ARGS, SEED_PAYLOAD, ScriptedModel, call, edit
 
 BOB = {"to": "bob@example.com", "subject": "Meeting", "body": "Hi."}
@@ -312,10 +313,9 @@ async def test_the_run_context_overrides_the_policy_for_that_run(outbox: Outbox)
 
 async def test_settings_from_the_wire_only_add_reviews(outbox: Outbox) -> None:
     run = Run(outbox, [asks(send(), search()), DONE])
-    run.config["configurable"]["llamon"] = {
-        "language": "id",
-        "interrupt_on": {"send_email": False, "search_contacts": True},
-    }
+    run.config["configurable"] = with_run_context(run.config["configurable"], RunContext(
+        language="id", interrupt_on={"send_email": False, "search_contacts": True},
+    ))
     value = pending(await run.start())
     assert [a["name"] for a in value["action_requests"]] == ["send_email", "search_contacts"]
     assert value["action_requests"][1]["description"] == "Tool `search_contacts` menunggu persetujuan"

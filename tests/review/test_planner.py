@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
-from app.outbox import Outbox
+from app.outbox import Outbox, server_outbox
 from app.planner import HELP, EmailRequest, parse_request, plan
+from llamon_agent.core.run_context import RunContext, with_run_context
 
 
 @pytest.mark.parametrize(
@@ -75,13 +76,13 @@ def test_a_name_that_is_not_found() -> None:
     assert plan([human, AIMessage("hi")]).text == "Nothing was sent."
 
 
-def test_the_outbox_lives_in_the_servers_database(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_the_outbox_lives_in_the_servers_database(tmp_path: Path) -> None:
     db = tmp_path / "server.sqlite3"
-    monkeypatch.setenv("LLAMON_DB", str(db))
-    outbox = Outbox()  # the file is read at first use: what `llamon-agent serve --db` set
+    # the server's run context names its file (`llamon-agent serve --db`); no environment
+    config = {"configurable": with_run_context({"thread_id": "t"}, RunContext(db=str(db)))}
+    outbox = server_outbox(config)
     assert outbox.path == str(db)
+    assert server_outbox(config) is outbox
     assert outbox.count() == 0
     assert db.is_file()
     explicit = Outbox(str(tmp_path / "other.sqlite3"))

@@ -10,7 +10,7 @@ from llamon_agent import Agent
 DOC_QUESTION = "어떤 서류를 검증할까요?"
 BIRTHDAY_QUESTION = "생년월일을 알려주세요."
 
-# Seed 004, section 4.4, step 2 (verbatim)
+# seed 004's JSON-RPC example, step 2 (verbatim; the README's conversation)
 DOC_PAYLOAD: dict[str, Any] = {
     "schema": "llamon.hitl.question.v1",
     "question": DOC_QUESTION,

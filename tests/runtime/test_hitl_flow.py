@@ -52,7 +52,7 @@ async def stream_events(client: A2AClient, params: dict[str, Any]) -> list[dict[
     return parse_sse(raw.replace("\r\n", "\n"))
 
 
-# ---------------------------------------------------------------- wire shape (D1, D2, D13)
+# ---------------------------------------------------------------- wire shape (docs/hitl.md §5: D1, D2, D13)
 
 
 async def test_option_question_wire_is_exactly_the_seed_payload() -> None:

@@ -1,0 +1,67 @@
+"""``TaskManager`` as an async context manager: what it opens, it closes (also on failure)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from llamon_agent.reviewer import Decision, InMemoryReviewPort, Review
+from llamon_agent.runtime.tasks import TaskManager
+from llamon_agent.stores.storage import open_storage
+from tests.runtime.helpers import doc_agent
+
+
+class _Heard:
+    """Stands in for the manager's decision listener: records the reviews it is told of."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.reviews: list[str] = []
+
+        async def heard(manager: TaskManager, review: Review) -> None:
+            self.reviews.append(review.id)
+
+        monkeypatch.setattr(TaskManager, "_on_review_decision", heard)
+
+
+async def _decide_one(port: InMemoryReviewPort, task_id: str) -> str:
+    review = await port.submit(task_id=task_id, context_id="c", agent_id="a", draft="d")
+    await port.decide(review.id, Decision("approve"))
+    return review.id
+
+
+async def test_a_failing_recovery_closes_what_the_start_opened(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    heard = _Heard(monkeypatch)
+    started: list[asyncio.Task[None]] = []
+    clients = []
+
+    async def failing_recovery(manager: TaskManager) -> None:
+        assert manager._group is not None and manager._http is not None
+        clients.append(manager._http)
+        # a turn recovery already started, then the store fails
+        started.append(manager._group.create_task(asyncio.Event().wait()))  # type: ignore[arg-type]
+        raise RuntimeError("the store is unreachable")
+
+    monkeypatch.setattr(TaskManager, "_recover", failing_recovery)
+    port = InMemoryReviewPort()
+    async with open_storage(":memory:") as storage:
+        with pytest.raises(RuntimeError, match="the store is unreachable"):
+            async with TaskManager([doc_agent()], storage, reviews=port):
+                pytest.fail("the manager started")
+
+    assert started[0].cancelled()
+    assert clients[0].is_closed
+    await _decide_one(port, "t1")
+    assert heard.reviews == []  # the failed manager no longer listens
+
+
+async def test_exit_removes_the_review_listener(monkeypatch: pytest.MonkeyPatch) -> None:
+    heard = _Heard(monkeypatch)
+    port = InMemoryReviewPort()
+    async with open_storage(":memory:") as storage:
+        async with TaskManager([doc_agent()], storage, reviews=port):
+            while_running = await _decide_one(port, "t1")
+        await _decide_one(port, "t2")
+    assert heard.reviews == [while_running]
