@@ -13,6 +13,7 @@ from pydantic.alias_generators import to_camel
 
 __all__ = [
     "INTERRUPTED_STATES",
+    "RUNNING_STATES",
     "TERMINAL_STATES",
     "Artifact",
     "DataPart",
@@ -45,7 +46,10 @@ TaskState = Literal[
     "rejected",
     "unknown",
 ]
+# the states are defined here once; stores build their queries from these sets
 TERMINAL_STATES: frozenset[str] = frozenset({"completed", "canceled", "failed", "rejected"})
+#: a run is under way (or was, when a stopped process left it): recovery picks these up
+RUNNING_STATES: frozenset[str] = frozenset({"submitted", "working"})
 INTERRUPTED_STATES: frozenset[str] = frozenset({"input-required", "auth-required"})
 
 

@@ -30,7 +30,6 @@ __all__ = [
 DECISIONS = "decisions"
 INTERRUPT_ID = "interruptId"  # message.metadata: the question an answer is bound to
 MAX_INTERRUPT_ID = 128  # LangGraph's ids are 32 hex digits; a forwarded one may be longer
-_ANSWERED = "answered"  # record.extra: interrupt id -> id of the message that answered it
 _MAX_ANSWERED = 16  # a retry comes soon after its answer: the last few questions are enough
 
 _INTERRUPT_ID = re.compile(r"^[0-9a-f]{32}$")
@@ -109,20 +108,15 @@ def bound_interrupt(message: Message) -> str | None:
 
 def answered_by(record: StoredTask, interrupt_id: str) -> str | None:
     """The id of the message that answered ``interrupt_id`` on this task, if remembered."""
-    answered = record.extra.get(_ANSWERED)
-    found = answered.get(interrupt_id) if isinstance(answered, dict) else None
-    return found if isinstance(found, str) else None
+    return record.answered.get(interrupt_id)
 
 
 def remember_answer(record: StoredTask, interrupt_id: str, message_id: str) -> None:
     """Note which message answered which question (the last ``_MAX_ANSWERED`` of them), so a
     retry of it is recognised. Kept only when the turn that took the answer is stored."""
-    earlier = record.extra.get(_ANSWERED)
-    answered = {
-        k: v for k, v in (earlier if isinstance(earlier, dict) else {}).items() if k != interrupt_id
-    }
+    answered = {k: v for k, v in record.answered.items() if k != interrupt_id}
     answered[interrupt_id] = message_id
-    record.extra[_ANSWERED] = dict(list(answered.items())[-_MAX_ANSWERED:])
+    record.answered = dict(list(answered.items())[-_MAX_ANSWERED:])
 
 
 def carries_decisions(message: Message) -> bool:

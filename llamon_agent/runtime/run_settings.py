@@ -14,7 +14,6 @@ from ..stores.base import StoredTask
 
 __all__ = ["added_reviews", "remember_reviews", "run_settings"]
 
-_INTERRUPT_ON = "interrupt_on"  # record.extra: tool reviews the client added for this task
 _WIRE_OVERRIDE = "interruptOn"  # message or request metadata key of those additions
 
 
@@ -34,15 +33,13 @@ def added_reviews(params: MessageSendParams) -> dict[str, Any]:
 def remember_reviews(record: StoredTask, added: dict[str, Any]) -> None:
     """Additions last for the whole task; a later message can only add more."""
     if added:
-        earlier = record.extra.get(_INTERRUPT_ON)
-        record.extra[_INTERRUPT_ON] = {**added, **(earlier if isinstance(earlier, dict) else {})}
+        record.added_reviews = {**added, **record.added_reviews}
 
 
 def run_settings(record: StoredTask, language: str | None = None) -> RunContext:
     """The request's settings for the task's runs (the server adds the rest: ``_run_context``
     of ``TaskManager``)."""
-    added = record.extra.get(_INTERRUPT_ON)
     return RunContext(
         language=catalog.resolve(language),
-        interrupt_on=added if isinstance(added, dict) else {},
+        interrupt_on=dict(record.added_reviews),
     )

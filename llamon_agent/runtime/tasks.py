@@ -39,6 +39,7 @@ import httpx
 from langgraph.types import Command
 
 from ..a2a.types import (
+    RUNNING_STATES,
     TERMINAL_STATES,
     DataPart,
     Message,
@@ -104,9 +105,6 @@ __all__ = ["OUTPUT_MODES", "TaskManager"]
 log = logging.getLogger(__name__)
 
 OUTPUT_MODES = ("text/plain", "application/json")
-_RUNNING = frozenset({"submitted", "working"})
-_PENDING = "pending"  # record.extra: the interrupts the task waits on
-_COLLECTED = "collected_answers"  # record.extra: answers given so far to parallel questions
 
 
 def _busy(context_id: str, task_id: str | None) -> UnsupportedOperationError:
@@ -382,7 +380,7 @@ class TaskManager:
                     data={"taskId": target.id, "state": target.state,
                           "reason": "task is in a terminal state"},
                 )
-            if target.state in _RUNNING:
+            if target.state in RUNNING_STATES:
                 raise _busy(context_id, target.id)
             if any(m.message_id == message.message_id for m in target.task.history or []):
                 raise UnsupportedOperationError(
@@ -413,9 +411,8 @@ class TaskManager:
                     self._hub.open(task_id, 0), blocking)
 
     async def _pending(self, served: ServedAgent, record: StoredTask) -> list[Pending]:
-        remembered = record.extra.get(_PENDING)
-        if isinstance(remembered, list) and remembered:
-            return [Pending(p["id"], p["value"]) for p in remembered]
+        if record.pending:
+            return list(record.pending)
         snapshot = await served.graph.aget_state(config_for(record.context_id))  # type: ignore[arg-type]
         return [Pending(i.id, i.value) for i in snapshot.interrupts]
 
@@ -442,11 +439,7 @@ class TaskManager:
         if carries_decisions(message) and not is_review(asked):
             raise NoPendingReviewError(catalog.text("no_pending_review", language))
         pending_ids = {p.id for p in pending}
-        earlier = record.extra.get(_COLLECTED)
-        collected: dict[str, Any] = {
-            k: v for k, v in (earlier if isinstance(earlier, dict) else {}).items()
-            if k in pending_ids
-        }
+        collected = {k: v for k, v in record.collected.items() if k in pending_ids}
         # the record is stored only with the turn this answer starts; a refused answer leaves
         # no trace
         remember_answer(record, asked.id, message.message_id)
@@ -471,12 +464,12 @@ class TaskManager:
         record.reask_count = 0
         unanswered = [p for p in pending if p.id not in collected]
         if unanswered:
-            record.extra[_COLLECTED] = collected
+            record.collected = collected
             return self._ask(
                 served, record, message, unanswered[0], blocking, reask=False, language=language
             )
-        record.extra.pop(_COLLECTED, None)
-        record.extra.pop(_PENDING, None)
+        record.collected = {}
+        record.pending = ()
         record.pending_interrupt = None
         record.task = record.task.model_copy(
             update={"history": answered_history(record, message),
@@ -568,9 +561,8 @@ class TaskManager:
 
     async def _apply_decided(self, record: StoredTask) -> None:
         """Resume a task parked for a reviewer whose decision is already in the port."""
-        pending = record.extra.get(_PENDING)
-        first = pending[0] if isinstance(pending, list) and pending else None
-        review_id = first["value"].get("review_id") if isinstance(first, dict) else None
+        value = record.pending[0].value if record.pending else None
+        review_id = value.get("review_id") if isinstance(value, dict) else None
         if self._reviews is None or not isinstance(review_id, str):
             return
         try:
@@ -585,7 +577,7 @@ class TaskManager:
         record = turn.record
         record.pending_interrupt = ending.pending[0].id if ending.pending else None
         if ending.pending:
-            record.extra[_PENDING] = [{"id": p.id, "value": p.value} for p in ending.pending]
+            record.pending = tuple(ending.pending)
         if ending.artifact is not None:
             record.task = record.task.model_copy(
                 update={"artifacts": [*(record.task.artifacts or []), ending.artifact]}
@@ -666,7 +658,7 @@ class TaskManager:
         assert review.decision is not None
         self._claim(record.context_id)
         try:
-            record.extra.pop(_PENDING, None)
+            record.pending = ()
             record.pending_interrupt = None
             served = self._served[record.agent_id]
             events = self._hub.get(record.id) or self._hub.open(record.id, record.event_seq)

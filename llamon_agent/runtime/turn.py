@@ -14,7 +14,7 @@ from ..agent import Agent
 from ..core.run_context import RunContext, with_run_context
 from ..errors import InvalidAgentResponseError
 from ..reviewer.node import is_review_wait
-from ..stores.base import StoredTask
+from ..stores.base import Pending, StoredTask
 from . import messages
 from .events import EventLog, Subscription
 from .runner import TurnOutcome
@@ -39,14 +39,6 @@ class ServedAgent:
     agent: Agent
     graph: Pregel[Any, Any, Any, Any]
     input_keys: frozenset[str] | None
-
-
-@dataclass(frozen=True)
-class Pending:
-    """A pending LangGraph interrupt as the task remembers it (id and value)."""
-
-    id: str
-    value: Any
 
 
 @dataclass(eq=False)

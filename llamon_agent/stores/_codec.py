@@ -3,6 +3,13 @@
 A row that cannot be decoded (written by a bug, edited by hand, cut short on disk) raises
 ``UnreadableTaskError`` naming the task, so the error stays with that one task: a read of it
 answers a clear error, and recovery fails or skips it and goes on with the others.
+
+The server-side facts of a task (``StoredTask.pending``, ``collected``, ``answered``,
+``added_reviews``) are one JSON object in the ``extra`` column. Version 2 writes
+``{"v": 2, ...}`` with the field names; a row without ``"v"`` was written by the release before
+typed fields (keys ``pending``, ``collected_answers``, ``answered``, ``interrupt_on``) and is read
+as such, so an old database needs no migration step: a row is rewritten in version 2 the next
+time its task is saved (docs/storage.md).
 """
 
 from __future__ import annotations
@@ -14,15 +21,52 @@ from pydantic import ValidationError
 
 from ..a2a.types import Task
 from ..errors import UnreadableTaskError
-from .base import StoredTask
+from .base import Pending, StoredTask
 
 
 def encode_task(record: StoredTask) -> bytes:
     return record.task.to_json()
 
 
+_VERSION = 2
+# the key each field had in the untyped ``extra`` object of version 1
+_V1_KEYS = {"pending": "pending", "collected": "collected_answers", "answered": "answered",
+            "added_reviews": "interrupt_on"}
+
+
 def encode_extra(record: StoredTask) -> bytes:
-    return orjson.dumps(record.extra)
+    facts: dict[str, Any] = {"v": _VERSION}
+    if record.pending:
+        facts["pending"] = [{"id": p.id, "value": p.value} for p in record.pending]
+    for name in ("collected", "answered", "added_reviews"):
+        if value := getattr(record, name):
+            facts[name] = value
+    return orjson.dumps(facts)
+
+
+def _facts(extra: Any) -> dict[str, Any]:
+    """The typed fields of a decoded ``extra`` object of either version; raises ``ValueError``
+    for a shape neither version writes."""
+    if not isinstance(extra, dict):
+        raise ValueError("extra is not an object")
+    version = extra.get("v", 1)
+    if version not in (1, _VERSION):
+        raise ValueError(f"extra has unknown version {version!r}")
+    keys = _V1_KEYS if version == 1 else {name: name for name in _V1_KEYS}
+    pending = extra.get(keys["pending"], [])
+    if not isinstance(pending, list) or not all(
+        isinstance(p, dict) and isinstance(p.get("id"), str) and "value" in p for p in pending
+    ):
+        raise ValueError("extra.pending is not a list of {id, value}")
+    facts: dict[str, Any] = {"pending": tuple(Pending(p["id"], p["value"]) for p in pending)}
+    for name in ("collected", "answered", "added_reviews"):
+        value = extra.get(keys[name], {})
+        if not isinstance(value, dict):
+            raise ValueError(f"extra.{keys[name]} is not an object")
+        facts[name] = value
+    if not all(isinstance(v, str) for v in facts["answered"].values()):
+        raise ValueError("extra.answered maps an interrupt to a non-string")
+    return facts
 
 
 def decode(
@@ -36,9 +80,7 @@ def decode(
     task_id: str | None = None,
 ) -> StoredTask:
     try:
-        extra: Any = orjson.loads(extra_json) if extra_json else {}
-        if not isinstance(extra, dict):
-            raise ValueError("extra is not an object")
+        facts = _facts(orjson.loads(extra_json) if extra_json else {})
         task = Task.model_validate_json(task_json)
     except (ValueError, ValidationError, RecursionError) as exc:  # orjson's error is a ValueError
         raise UnreadableTaskError(task_id, str(exc)) from None
@@ -48,5 +90,5 @@ def decode(
         event_seq=event_seq,
         pending_interrupt=pending_interrupt,
         reask_count=reask_count,
-        extra=extra,
+        **facts,
     )

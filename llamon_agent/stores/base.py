@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from ..a2a.types import Task
 
-__all__ = ["StoredTask", "TaskStore", "UnreadableRow"]
+__all__ = ["Pending", "StoredTask", "TaskStore", "UnreadableRow"]
+
+
+@dataclass(frozen=True)
+class Pending:
+    """A pending LangGraph interrupt as the task remembers it (id and value)."""
+
+    id: str
+    value: Any
 
 
 @dataclass
@@ -17,6 +25,10 @@ class StoredTask:
     ``event_seq`` is the last SSE event id of the task (ids keep increasing across turns and
     restarts); ``pending_interrupt`` is the LangGraph interrupt id the status message asks;
     ``reask_count`` counts re-asks of that question (seed 004: ask once more, then fall back).
+    ``pending`` are the interrupts the task waits on; ``collected`` the answers given so far to
+    parallel questions (interrupt id -> resume value); ``answered`` maps an interrupt id to the
+    id of the message that answered it (the last few, so a retry is recognised);
+    ``added_reviews`` are the tool reviews the client added for this task (``interruptOn``).
     """
 
     task: Task
@@ -24,7 +36,10 @@ class StoredTask:
     event_seq: int = 0
     pending_interrupt: str | None = None
     reask_count: int = 0
-    extra: dict[str, object] = field(default_factory=dict)
+    pending: tuple[Pending, ...] = ()
+    collected: dict[str, Any] = field(default_factory=dict)
+    answered: dict[str, str] = field(default_factory=dict)
+    added_reviews: dict[str, Any] = field(default_factory=dict)
 
     @property
     def id(self) -> str:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+from ..a2a.types import RUNNING_STATES
 from ..errors import UnreadableTaskError
 from . import _codec
 from .base import StoredTask, UnreadableRow
 
 __all__ = ["InMemoryTaskStore"]
 
-_RUNNING = frozenset({"submitted", "working"})
 _Row = tuple[bytes, str, int, str | None, int, bytes, str, str]
 
 
@@ -44,7 +44,7 @@ class InMemoryTaskStore:
     async def unfinished(self) -> list[StoredTask | UnreadableRow]:
         found: list[StoredTask | UnreadableRow] = []
         for task_id, row in self._rows.items():
-            if row[6] not in _RUNNING:
+            if row[6] not in RUNNING_STATES:
                 continue
             try:
                 found.append(_codec.decode(*row[:6], task_id=task_id))

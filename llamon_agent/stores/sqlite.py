@@ -27,6 +27,7 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.sqlite import SqliteSaver
 
+from ..a2a.types import RUNNING_STATES
 from ..errors import UnreadableTaskError
 from . import _codec
 from .base import StoredTask, UnreadableRow
@@ -51,6 +52,8 @@ CREATE INDEX IF NOT EXISTS llamon_tasks_context ON llamon_tasks (context_id, cre
 CREATE INDEX IF NOT EXISTS llamon_tasks_state ON llamon_tasks (state);
 """
 
+_RUNNING = tuple(sorted(RUNNING_STATES))
+_RUNNING_MARKS = ", ".join("?" * len(_RUNNING))
 _COLUMNS = "task, agent_id, event_seq, pending_interrupt, reask_count, extra, id, context_id"
 
 
@@ -154,7 +157,8 @@ class SQLiteTaskStore:
 
     async def unfinished(self) -> list[StoredTask | UnreadableRow]:
         rows = self._conn.execute(
-            f"SELECT {_COLUMNS} FROM llamon_tasks WHERE state IN ('submitted', 'working')"
+            f"SELECT {_COLUMNS} FROM llamon_tasks WHERE state IN ({_RUNNING_MARKS})",
+            _RUNNING,
         ).fetchall()
         return [_decode_or_unreadable(row) for row in rows]
 
