@@ -25,6 +25,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from ..core.bounds import Limits
 from ..errors import LimitExceededError
+from ..stores.base import StoredTask
 from ..stores.size import encoded_size
 from .turn import Turn
 
@@ -42,11 +43,14 @@ async def check_task_bytes(turn: Turn, limits: Limits, checkpointer: Any = None)
     """Refuse (``LimitExceededError``, -32602) a message that would make its task's row larger
     than ``limits.max_task_bytes``, or that would start a new task in a context whose graph
     state already holds more than that."""
-    # encoding a large task takes milliseconds of the loop: the requests that are ready go
-    # first (routing has just decoded it, so the loop yields between the two)
-    await asyncio.sleep(0)
     record, maximum = turn.record, limits.max_task_bytes
-    size = encoded_size(record)
+    if record.stored_bytes and record.stored_bytes + _growth_bound(record) <= maximum:
+        size = 0  # far enough below the bound: no need to encode the whole task again
+    else:
+        # encoding a large task takes milliseconds of the loop: the requests that are ready
+        # go first (routing has just decoded it, so the loop yields between the two)
+        await asyncio.sleep(0)
+        size = encoded_size(record)
     if size > maximum:
         _refuse(turn, f"The task would hold {size} bytes, over the limit of {maximum}: nothing "
                 "was stored; send a shorter message, or start a new task", limits)
@@ -57,6 +61,16 @@ async def check_task_bytes(turn: Turn, limits: Limits, checkpointer: Any = None)
             _refuse(turn, f"The graph state of context {record.context_id} holds {state} bytes, "
                     f"over the limit of {maximum}: nothing was stored; start a new context",
                     limits)
+
+
+def _growth_bound(record: StoredTask) -> int:
+    """At most how many bytes routing added to the row it read: the answer and the question it
+    moved into the history (twice each: an answer is also kept among the collected answers),
+    the new status message, and the small bookkeeping of which message answered what."""
+    history = record.task.history or []
+    moved = sum(len(m.to_json()) for m in history[-2:])
+    status = record.task.status.message
+    return 2 * moved + (len(status.to_json()) if status is not None else 0) + 4096
 
 
 def _refuse(turn: Turn, message: str, limits: Limits) -> None:

@@ -90,5 +90,6 @@ def decode(
         event_seq=event_seq,
         pending_interrupt=pending_interrupt,
         reask_count=reask_count,
+        stored_bytes=len(task_json) + len(extra_json or b""),
         **facts,
     )

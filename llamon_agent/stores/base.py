@@ -40,6 +40,9 @@ class StoredTask:
     collected: dict[str, Any] = field(default_factory=dict)
     answered: dict[str, str] = field(default_factory=dict)
     added_reviews: dict[str, Any] = field(default_factory=dict)
+    #: bytes of the stored row this record was read from (0 for a new task); never stored:
+    #: it lets the task-size bound skip encoding the whole task again for a small message
+    stored_bytes: int = field(default=0, compare=False)
 
     @property
     def id(self) -> str:
