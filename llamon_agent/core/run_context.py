@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .bounds import Limits
+
 if TYPE_CHECKING:  # only for the annotations: the upper layers implement these
     from ..orchestrator.children import ChildCaller
     from ..reviewer.port import HumanReviewPort
@@ -37,6 +39,9 @@ class RunContext:
     reviews: HumanReviewPort | None = None
     children: ChildCaller | None = None
     db: str | None = None
+    #: the server's edge limits: tool arguments are held to the same bounds as what a client
+    #: sends (``None`` outside the server: the defaults)
+    limits: Limits | None = None
 
 
 def run_context(config: Mapping[str, Any] | None) -> RunContext | None:

@@ -261,7 +261,9 @@ def _storable_only(tool_node: ToolNode) -> Callable[..., Any]:
         call = payload.get("tool_call") if isinstance(payload, Mapping) else None
         if isinstance(call, Mapping):
             try:
-                check_value(call.get("args"), Limits(), "args")
+                context = run_context(config)
+                limits = (context.limits if context is not None else None) or Limits()
+                check_value(call.get("args"), limits, "args")
             except LimitExceededError as exc:
                 return {"messages": [_result(cast(ToolCall, call), f"Error: {exc.message}",
                                              "error")]}

@@ -9,6 +9,7 @@ from typing import Any
 from langchain_core.messages import HumanMessage
 
 from ..a2a.types import Message
+from ..core.bounds import Limits
 from ..errors import InvalidParamsError, ReviewPendingError
 from ..review import catalog
 from ..review.decisions import validate_decisions
@@ -128,7 +129,9 @@ def is_review(pending: Pending) -> bool:
     return is_review_request(public_payload(pending.value))
 
 
-def review_resume(pending: Pending, raw: Any, language: str | None) -> dict[str, Any]:
+def review_resume(
+    pending: Pending, raw: Any, language: str | None, limits: Limits | None = None
+) -> dict[str, Any]:
     """The resume value ``{"decisions": [...]}`` for a pending tool review, checked first.
 
     A text answer is refused with ``ReviewPendingError`` (seed 000: no new message while
@@ -137,5 +140,7 @@ def review_resume(pending: Pending, raw: Any, language: str | None) -> dict[str,
     """
     if not isinstance(raw, Mapping) or DECISIONS not in raw:
         raise ReviewPendingError(catalog.text("review_pending", language))
-    decisions = validate_decisions(raw[DECISIONS], public_payload(pending.value), language=language)
+    decisions = validate_decisions(
+        raw[DECISIONS], public_payload(pending.value), language=language, limits=limits
+    )
     return {DECISIONS: decisions}

@@ -448,7 +448,7 @@ class TaskManager:
             value = answered.value
             if is_review(answered):
                 collected[interrupt_id] = resume_value(
-                    value, review_resume(answered, raw, language)
+                    value, review_resume(answered, raw, language, self._limits)
                 )
                 continue
             reasked = record.reask_count > 0 or interrupt_id != asked.id
@@ -627,6 +627,7 @@ class TaskManager:
             reviews=self._reviews,
             children=self._children[served.agent.id],
             db=self._storage.db,
+            limits=self._limits,
         )
 
     async def _send_child(self, params: MessageSendParams) -> Task:

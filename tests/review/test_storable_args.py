@@ -13,7 +13,7 @@ from langchain_core.messages import AIMessage
 
 from app.assistant import email_assistant
 from app.outbox import Outbox
-from llamon_agent import LimitExceededError, ReviewedChatUseCase, validate_decisions
+from llamon_agent import LimitExceededError, Limits, ReviewedChatUseCase, validate_decisions
 from tests.orchestrator.helpers import serve_app
 from tests.review.helpers import SEED_ARGS, SEED_PAYLOAD, SEED_REQUEST, call, edit
 from tests.review.test_node import Run, asks, tool_results
@@ -69,3 +69,16 @@ async def test_a_storable_call_still_runs(outbox: Outbox) -> None:
     result = await run.start()
     assert outbox.count() == 1
     assert [status for _, status, _ in tool_results(result["messages"])] == ["success"]
+
+
+async def test_the_servers_own_limits_apply_to_edits_and_tool_calls(outbox: Outbox) -> None:
+    """A server configured with larger limits than the defaults accepts an edit within them:
+    the checks before the tool runs use the server's limits, not the defaults."""
+    big = {**SEED_ARGS, "body": "x" * (100 * 1024)}  # over the default 64 KiB, under 1 MiB
+    limits = Limits(max_data_bytes=1024 * 1024, max_text_chars=1024 * 1024)
+    async with serve_app([email_assistant(outbox)], limits=limits) as harness:
+        chat = ReviewedChatUseCase(harness.manager)
+        thread = (await chat.send_message(SEED_REQUEST)).thread_id
+        done = await chat.submit_review([edit(big)], thread)
+        assert done.pending_review is None
+        assert outbox.count() == 1
