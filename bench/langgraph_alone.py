@@ -103,7 +103,7 @@ def compile_graph(variant: Variant, saver: Any) -> Any:
 def _resume_value() -> Callable[[Any, Any], Any]:
     """How our runtime turns an answer into a resume value (an envelope, in newer versions)."""
     try:
-        from llamon_agent.runtime.hitl_graph import resume_value
+        from llamon_agent.core.hitl_graph import resume_value
     except ImportError:
         return lambda _value, answer: answer
     return cast(Callable[[Any, Any], Any], resume_value)

@@ -319,10 +319,11 @@ def machine() -> dict[str, str]:
         if line.startswith("model name"):
             model = line.split(":", 1)[1].strip()
             break
+    sdk_python = SDK_VENV / "bin" / "python"
     sdk = subprocess.run(
-        [str(SDK_VENV / "bin" / "python"), "-c",
+        [str(sdk_python), "-c",
          "import importlib.metadata as m; print(m.version('a2a-sdk'), m.version('langgraph'))"],
-        capture_output=True, text=True, check=False).stdout.split()
+        capture_output=True, text=True, check=False).stdout.split() if sdk_python.exists() else []
     import importlib.metadata as md
 
     return {
@@ -518,23 +519,31 @@ def main() -> None:
     p.add_argument("--servers", default="", help=f"comma-separated subset of {[s.key for s in SPECS]}")
     p.add_argument("--memory-servers", default=None, help="servers for the memory scenario ('' for none)")
     p.add_argument("--fill-time-limit", type=float, default=0, help="seconds per memory fill step")
-    s = settings(p.parse_args())
+    p.add_argument("--skip-langgraph-alone", action="store_true",
+                   help="do not run bench/langgraph_alone.py (bench/compare.py: our server only)")
+    p.add_argument("--name", default="latest", help="result files: bench/results/NAME.md and .json")
+    args = p.parse_args()
+    s = settings(args)
+    if args.skip_langgraph_alone:
+        s.alone_seconds = 0.0
     if shutil.which("wrk") is None:
         raise SystemExit(f"wrk is not installed; install it with: {WRK_INSTALL}")
     if shutil.which("taskset") is None or (os.cpu_count() or 1) < 2:
         print("warning: no taskset or fewer than 2 cores; server and load share the CPU", flush=True)
     else:
         os.sched_setaffinity(0, {LOAD_CORE})  # this process is the HITL load generator
-    ensure_sdk_venv()
     specs = [spec for spec in SPECS if spec.key in s.servers]
+    if any(spec.sdk_venv for spec in specs):  # `--servers ours` needs no SDK (nor its install)
+        ensure_sdk_venv()
     data: dict[str, Any] = {"machine": machine(), "settings": s.__dict__, "runs": {k.key: [] for k in specs},
                             "langgraph_alone": [], "langgraph_alone_errors": {}, "memory": {}}
     started = time.monotonic()
     for rep in range(s.reps):
-        print(f"repetition {rep + 1}/{s.reps}: LangGraph alone ...", flush=True)
-        cpu, errors = langgraph_alone(s.alone_seconds)
-        data["langgraph_alone"].append(cpu)
-        data["langgraph_alone_errors"].update(errors)
+        if s.alone_seconds:
+            print(f"repetition {rep + 1}/{s.reps}: LangGraph alone ...", flush=True)
+            cpu, errors = langgraph_alone(s.alone_seconds)
+            data["langgraph_alone"].append(cpu)
+            data["langgraph_alone_errors"].update(errors)
         order = specs[rep % len(specs):] + specs[: rep % len(specs)]
         for spec in order:
             print(f"repetition {rep + 1}/{s.reps}: {spec.key} ...", flush=True)
@@ -548,9 +557,9 @@ def main() -> None:
     print()
     print(text)
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "latest.md").write_text(f"# Benchmark results\n\n{text}")
-    (RESULTS / "latest.json").write_text(json.dumps(data, indent=1, default=str))
-    print(f"written to {(RESULTS / 'latest.md').relative_to(ROOT)} and latest.json "
+    (RESULTS / f"{args.name}.md").write_text(f"# Benchmark results\n\n{text}")
+    (RESULTS / f"{args.name}.json").write_text(json.dumps(data, indent=1, default=str))
+    print(f"written to {(RESULTS / f'{args.name}.md').relative_to(ROOT)} and {args.name}.json "
           f"({data['seconds']:.0f} s)")
 
 

@@ -1,130 +1,62 @@
-"""llamon-agent: LangGraph agents over A2A v0.3 that stop to ask a human and resume exactly there."""
+"""llamon-agent: LangGraph agents over A2A v0.3 that stop to ask a human and resume exactly there.
+
+The top level holds what an agent author writes against. Everything else has one home:
+
+* ``llamon_agent.errors``        the error tree (``A2AError`` and its JSON-RPC codes, review errors)
+* ``llamon_agent.client``        the async A2A client (``A2AClient``, ``question_of``, ...)
+* ``llamon_agent.stores``        task stores (``TaskStore``, ``InMemoryTaskStore``, ``SQLiteTaskStore``)
+* ``llamon_agent.tool_review``   tool-call approval (``validate_decisions``, ``ALLOWED_DECISIONS``, ...)
+* ``llamon_agent.human_review``  human review of drafts (``InMemoryReviewPort``, ``SQLiteReviewPort``)
+* ``llamon_agent.orchestrator``  agents that call child agents (``Emission``, ``RunTurn``, ...)
+* ``llamon_agent.core.hitl``     the HITL question types (seed 004's import path)
+"""
 
 from .agent import Agent
-from .client import (
-    A2AClient,
-    A2AClientError,
-    A2ARPCError,
-    AgentCard,
-    EventStream,
-    StreamEvent,
-    answer_message,
-    question_of,
-)
 from .core.bounds import Limits
 from .core.hitl import HITLInterrupt, HITLOption, HITLQuestion
-from .errors import (
-    A2AError,
-    AuthenticatedExtendedCardNotConfiguredError,
-    ContentTypeNotSupportedError,
-    InternalError,
-    InvalidAgentResponseError,
-    InvalidParamsError,
-    InvalidRequestError,
-    InvalidReviewDecisionError,
-    JSONParseError,
-    LimitExceededError,
-    LlamonError,
-    MethodNotFoundError,
-    NoPendingReviewError,
-    PushNotificationNotSupportedError,
-    ReviewError,
-    ReviewPendingError,
-    TaskNotCancelableError,
-    TaskNotFoundError,
-    UnsupportedOperationError,
-)
+from .core.run_context import RunContext, run_context
+from .errors import LlamonError
+from .human_review import Decision, HumanReviewPort, Review, TaskRejected, request_review
 from .orchestrator import ChildResult, Orchestrator, RemoteAgent, TurnContext
-from .review import (
-    ALLOWED_DECISIONS,
-    NO_DECISION,
-    REJECTED_BY_USER_MESSAGE,
+from .server.app import create_app
+from .stores import Storage, open_storage
+from .tool_review import (
+    ChatTurn,
     InterruptOnConfig,
+    ReviewedChatUseCase,
     ReviewPolicy,
     ReviewState,
-    build_review_request,
     review_graph,
-    validate_decisions,
 )
-from .review.chat import ChatTurn, ReviewedChatUseCase
-from .reviewer import (
-    Decision,
-    HumanReviewPort,
-    InMemoryReviewPort,
-    Review,
-    SQLiteReviewPort,
-    TaskRejected,
-    request_review,
-)
-from .server.app import create_app
-from .stores.base import StoredTask, TaskStore
-from .stores.memory import InMemoryTaskStore
-from .stores.sqlite import SQLiteTaskStore
-from .stores.storage import Storage, open_storage
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "ALLOWED_DECISIONS",
-    "NO_DECISION",
-    "REJECTED_BY_USER_MESSAGE",
-    "A2AClient",
-    "A2AClientError",
-    "A2AError",
-    "A2ARPCError",
     "Agent",
-    "AgentCard",
-    "AuthenticatedExtendedCardNotConfiguredError",
     "ChatTurn",
     "ChildResult",
-    "ContentTypeNotSupportedError",
     "Decision",
-    "EventStream",
     "HITLInterrupt",
     "HITLOption",
     "HITLQuestion",
     "HumanReviewPort",
-    "InMemoryReviewPort",
-    "InMemoryTaskStore",
-    "InternalError",
     "InterruptOnConfig",
-    "InvalidAgentResponseError",
-    "InvalidParamsError",
-    "InvalidRequestError",
-    "InvalidReviewDecisionError",
-    "JSONParseError",
-    "LimitExceededError",
     "Limits",
     "LlamonError",
-    "MethodNotFoundError",
-    "NoPendingReviewError",
     "Orchestrator",
-    "PushNotificationNotSupportedError",
     "RemoteAgent",
     "Review",
-    "ReviewError",
-    "ReviewPendingError",
     "ReviewPolicy",
     "ReviewState",
     "ReviewedChatUseCase",
-    "SQLiteReviewPort",
-    "SQLiteTaskStore",
+    "RunContext",
     "Storage",
-    "StoredTask",
-    "StreamEvent",
-    "TaskNotCancelableError",
-    "TaskNotFoundError",
     "TaskRejected",
-    "TaskStore",
     "TurnContext",
-    "UnsupportedOperationError",
     "__version__",
-    "answer_message",
-    "build_review_request",
     "create_app",
     "open_storage",
-    "question_of",
     "request_review",
     "review_graph",
-    "validate_decisions",
+    "run_context",
 ]

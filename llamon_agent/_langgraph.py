@@ -1,7 +1,7 @@
 """Every use of LangGraph's private API, and of the undocumented tables of its public classes.
 
 LangGraph offers no public way to do four things the HITL routing needs (see
-``runtime/hitl_graph.py``): ask "is a resume value waiting for this task?" without consuming it,
+``core/hitl_graph.py``): ask "is a resume value waiting for this task?" without consuming it,
 build a lean runnable, build a conditional edge from code, and copy a ``StateGraph`` and rewire
 its nodes and edges without mutating the user's builder. Each use below says why we need it and
 what breaks if it changes. ``langgraph`` is capped below its next minor version in

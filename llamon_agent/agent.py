@@ -13,7 +13,7 @@ from langgraph.graph import StateGraph
 from langgraph.pregel import Pregel
 
 from ._langgraph import channel_names, compiled_builder, input_keys
-from .runtime.hitl_graph import REQUEST_KEY, hitl_builder, route_compiled
+from .core.hitl_graph import REQUEST_KEY, hitl_builder, route_compiled
 
 __all__ = ["Agent", "OutputlessGraphWarning"]
 

@@ -30,7 +30,7 @@ Default messages are the ``@default`` texts of the A2A v0.3 schema; raise sites 
 more specific sentence and put machine-readable details in ``data``. JSON-RPC errors travel
 with HTTP 200 (docs/wire.md §1); the REST endpoints answer ``http_status``.
 
-Review errors carry seed 000's message (in the request's language, see ``review/catalog.py``):
+Review errors carry seed 000's message (in the request's language, see ``tool_review/catalog.py``):
 over A2A they are ``-32602`` with that message and ``data.error`` naming the exception; over
 the REST API (``POST /hitl/*``) they are HTTP ``http_status`` (400) with the message as
 ``detail``.

@@ -38,7 +38,7 @@ from llamon_agent._langgraph import (
     make_branch,
     resume_waiting,
 )
-from llamon_agent.runtime.hitl_graph import hitl_builder
+from llamon_agent.core.hitl_graph import hitl_builder
 from llamon_agent.stores.sqlite import InlineSqliteSaver
 
 ROOT = Path(__file__).resolve().parent.parent

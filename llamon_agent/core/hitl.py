@@ -15,6 +15,8 @@ from pydantic import BaseModel, ConfigDict, Field
 __all__ = [
     "DEFAULT_ANSWER_KEY",
     "HITL_QUESTION_SCHEMA",
+    "INTERRUPT_ID",
+    "MAX_INTERRUPT_ID",
     "HITLInterrupt",
     "HITLOption",
     "HITLQuestion",
@@ -22,6 +24,9 @@ __all__ = [
 
 HITL_QUESTION_SCHEMA = "llamon.hitl.question.v1"
 DEFAULT_ANSWER_KEY = "hitl_answer"
+#: ``message.metadata`` key binding an answer to the question it answers (docs/hitl.md)
+INTERRUPT_ID = "interruptId"
+MAX_INTERRUPT_ID = 128  # LangGraph's ids are 32 hex digits; a forwarded one may be longer
 
 
 class HITLOption(BaseModel):

@@ -10,13 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .bounds import Limits
-
-if TYPE_CHECKING:  # only for the annotations: the upper layers implement these
-    from ..orchestrator.children import ChildCaller
-    from ..reviewer.port import HumanReviewPort
+from .ports import ChildCaller, HumanReviewPort
 
 __all__ = ["RunContext", "run_context", "with_run_context"]
 

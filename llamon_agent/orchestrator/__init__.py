@@ -1,11 +1,10 @@
 """Orchestrators: agents whose turn calls child agents (seed 004)."""
 
 from .agent import Orchestrator, RunTurn
-from .children import ChildCaller, ChildFailedError, ChildResult, RemoteAgent, child_context
+from .children import ChildFailedError, ChildResult, RemoteAgent
 from .context import Emission, TurnContext
 
 __all__ = [
-    "ChildCaller",
     "ChildFailedError",
     "ChildResult",
     "Emission",
@@ -13,5 +12,4 @@ __all__ = [
     "RemoteAgent",
     "RunTurn",
     "TurnContext",
-    "child_context",
 ]

@@ -24,7 +24,7 @@ from ..agent import Agent
 from ..core.hitl import HITLInterrupt
 from ..core.run_context import run_context
 from ..errors import LlamonError
-from ..reviewer.node import TaskRejected, request_review
+from ..human_review.node import TaskRejected, request_review
 from .children import ChildCaller, ChildFailedError, ChildResult, RemoteAgent
 from .context import Emission, TurnContext
 

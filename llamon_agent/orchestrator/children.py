@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from ..a2a.types import DataPart, Task, TextPart
+from ..core.ports import ChildCaller
 
 __all__ = ["ChildCaller", "ChildFailedError", "ChildResult", "RemoteAgent", "child_context"]
 
@@ -74,18 +75,6 @@ class ChildResult:
             child=child, state=status.state, task_id=task.id, context_id=task.context_id,
             data=data, parts=[p.to_wire() for p in parts], text=text,
         )
-
-
-class ChildCaller(Protocol):
-    """Sends one message to a child on the child's own context and returns its task."""
-
-    async def call(
-        self, child: str, context_id: str, *, text: str | None, data: dict[str, Any] | None
-    ) -> Task: ...
-
-    async def cancel(self, child: str, task_id: str) -> None:
-        """Cancel a child task that an ended parent task left waiting (no error if it ended)."""
-        ...
 
 
 def child_context(parent_context: str, child: str) -> str:

@@ -10,13 +10,13 @@ from langchain_core.messages import HumanMessage
 
 from ..a2a.types import Message
 from ..core.bounds import Limits
+from ..core.hitl import INTERRUPT_ID, MAX_INTERRUPT_ID
+from ..core.hitl_graph import CLEAR, REQUEST_KEY, public_payload
 from ..errors import InvalidParamsError, ReviewPendingError
-from ..review import catalog
-from ..review.decisions import validate_decisions
-from ..review.payload import is_review_request
-from ..stores.base import StoredTask
-from .hitl_graph import CLEAR, REQUEST_KEY, public_payload
-from .turn import Pending
+from ..stores.base import Pending, StoredTask
+from ..tool_review import catalog
+from ..tool_review.decisions import validate_decisions
+from ..tool_review.payload import is_review_request
 
 __all__ = [
     "answered_by",
@@ -29,8 +29,6 @@ __all__ = [
 ]
 
 DECISIONS = "decisions"
-INTERRUPT_ID = "interruptId"  # message.metadata: the question an answer is bound to
-MAX_INTERRUPT_ID = 128  # LangGraph's ids are 32 hex digits; a forwarded one may be longer
 _MAX_ANSWERED = 16  # a retry comes soon after its answer: the last few questions are enough
 
 _INTERRUPT_ID = re.compile(r"^[0-9a-f]{32}$")

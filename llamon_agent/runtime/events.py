@@ -17,7 +17,7 @@ from typing import Any
 
 from ..a2a.types import Task, WireModel
 
-__all__ = ["Event", "EventHub", "EventLog", "Subscription", "iterate", "prepend"]
+__all__ = ["Event", "EventHub", "EventLog", "Subscription", "iterate", "prepend", "settled"]
 
 Event = tuple[int, WireModel]  # immutable wire objects: serialised only when delivered
 
@@ -178,3 +178,19 @@ async def prepend(first: list[Event], rest: AsyncIterator[Event]) -> AsyncIterat
         yield event
     async for event in rest:
         yield event
+
+
+async def settled(log: EventLog, timeout: float) -> None:
+    """Wait until ``log`` publishes a final event, at most ``timeout`` seconds."""
+    subscription = log.subscribe()
+
+    async def drain() -> None:
+        async for _ in subscription:
+            pass
+
+    try:
+        await asyncio.wait_for(drain(), timeout)
+    except TimeoutError:
+        pass
+    finally:
+        subscription.close()

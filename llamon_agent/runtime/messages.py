@@ -7,21 +7,18 @@ object in Python); model instances passed in are taken as they are, not validate
 from __future__ import annotations
 
 import uuid
-from datetime import UTC, datetime
 from typing import Any
 
 import orjson
 
-from ..a2a.types import Artifact, DataPart, Message, Part, TaskStatus, TextPart
-from ..review import catalog
-from ..review.payload import REVIEW_SCHEMA, is_review_request
-from .hitl_graph import public_payload
+from ..a2a.types import Artifact, DataPart, Message, Part, Task, TaskStatus, TextPart
+from ..core.clock import now
+from ..core.hitl_graph import public_payload
+from ..stores.base import StoredTask
+from ..tool_review import catalog
+from ..tool_review.payload import REVIEW_SCHEMA, is_review_request
 
-__all__ = ["agent_message", "now", "question_message", "result_artifact", "status"]
-
-
-def now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+__all__ = ["agent_message", "question_message", "response_copy", "result_artifact", "status"]
 
 
 def new_id() -> str:
@@ -98,3 +95,12 @@ def result_artifact(result: Any, texts: list[str]) -> Artifact | None:
     if not parts:
         return None
     return Artifact(artifact_id=new_id(), name="result", parts=parts)
+
+
+def response_copy(record: StoredTask, history_length: int | None = None) -> Task:
+    """The response copy of a task; ``historyLength`` never touches what is stored."""
+    task = record.task
+    if history_length is None or task.history is None:
+        return task
+    history = task.history[-history_length:] if history_length else None
+    return task.model_copy(update={"history": history})

@@ -8,9 +8,9 @@ from typing import Any
 from ..a2a.types import MessageSendParams
 from ..core.run_context import RunContext
 from ..errors import InvalidParamsError
-from ..review import catalog
-from ..review.policy import parse_wire_override
 from ..stores.base import StoredTask
+from ..tool_review import catalog
+from ..tool_review.policy import parse_wire_override
 
 __all__ = ["added_reviews", "remember_reviews", "run_settings"]
 

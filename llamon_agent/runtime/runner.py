@@ -19,7 +19,7 @@ from langchain_core.messages import BaseMessage
 from langgraph.pregel import Pregel
 from langgraph.types import Interrupt
 
-from .hitl_graph import HITL_NODE
+from ..core.hitl_graph import HITL_NODE
 
 INTERRUPT = "__interrupt__"
 

@@ -27,7 +27,6 @@ from ..core.bounds import Limits
 from ..errors import LimitExceededError
 from ..stores.base import StoredTask
 from ..stores.size import encoded_size
-from .turn import Turn
 
 __all__ = ["SizedCheckpointer", "check_task_bytes"]
 
@@ -39,11 +38,11 @@ class SizedCheckpointer(Protocol):
         ...
 
 
-async def check_task_bytes(turn: Turn, limits: Limits, checkpointer: Any = None) -> None:
+async def check_task_bytes(record: StoredTask, limits: Limits, checkpointer: Any = None) -> None:
     """Refuse (``LimitExceededError``, -32602) a message that would make its task's row larger
     than ``limits.max_task_bytes``, or that would start a new task in a context whose graph
     state already holds more than that."""
-    record, maximum = turn.record, limits.max_task_bytes
+    maximum = limits.max_task_bytes
     if record.stored_bytes and record.stored_bytes + _growth_bound(record) <= maximum:
         size = 0  # far enough below the bound: no need to encode the whole task again
     else:
@@ -52,13 +51,13 @@ async def check_task_bytes(turn: Turn, limits: Limits, checkpointer: Any = None)
         await asyncio.sleep(0)
         size = encoded_size(record)
     if size > maximum:
-        _refuse(turn, f"The task would hold {size} bytes, over the limit of {maximum}: nothing "
+        _refuse(record, f"The task would hold {size} bytes, over the limit of {maximum}: nothing "
                 "was stored; send a shorter message, or start a new task", limits)
     starts_task = record.event_seq == 0  # a new task has published nothing yet
     if starts_task and isinstance(checkpointer, SizedCheckpointer):
         state = checkpointer.thread_bytes(record.context_id)
         if state > maximum:
-            _refuse(turn, f"The graph state of context {record.context_id} holds {state} bytes, "
+            _refuse(record, f"The graph state of context {record.context_id} holds {state} bytes, "
                     f"over the limit of {maximum}: nothing was stored; start a new context",
                     limits)
 
@@ -73,13 +72,11 @@ def _growth_bound(record: StoredTask) -> int:
     return 2 * moved + (len(status.to_json()) if status is not None else 0) + 4096
 
 
-def _refuse(turn: Turn, message: str, limits: Limits) -> None:
-    # routing reopened the task's event log for the turn that now does not happen
-    turn.log.close()
+def _refuse(record: StoredTask, message: str, limits: Limits) -> None:
     error = LimitExceededError(
         message, limit="max_task_bytes", field="message", maximum=limits.max_task_bytes
     )
-    error.data["contextId"] = turn.record.context_id
-    if turn.record.event_seq > 0:  # a stored task (a new one has published nothing yet)
-        error.data["taskId"] = turn.record.id
+    error.data["contextId"] = record.context_id
+    if record.event_seq > 0:  # a stored task (a new one has published nothing yet)
+        error.data["taskId"] = record.id
     raise error

@@ -21,20 +21,21 @@ from starlette.routing import Route
 
 from ..agent import Agent
 from ..core.bounds import Limits
+from ..core.ports import HumanReviewPort
 from ..errors import A2AError, InternalError, PayloadTooLargeError
-from ..review.catalog import language_of
-from ..reviewer.port import HumanReviewPort, InMemoryReviewPort
+from ..human_review.port import InMemoryReviewPort
 from ..runtime.events import Event
 from ..runtime.tasks import TaskManager
 from ..settings import DEFAULT_DB, Settings
 from ..stores.base import TaskStore
 from ..stores.storage import Storage, open_storage
+from ..tool_review.catalog import language_of
 from . import jsonrpc
 from .body import read_body
 from .card import CardSource, build_card, load_card
 from .guard import ErrorGuard
-from .hitl_rest import default_chat_agent, hitl_routes
-from .reviews_rest import review_routes
+from .human_review_rest import review_routes
+from .tool_review_rest import default_chat_agent, hitl_routes
 
 __all__ = ["DEFAULT_DB", "create_app"]  # DEFAULT_DB: from settings, kept here for importers
 

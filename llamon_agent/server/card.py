@@ -13,7 +13,7 @@ from typing import Any
 import orjson
 
 from ..agent import Agent
-from ..runtime.tasks import OUTPUT_MODES
+from ..runtime.requests import OUTPUT_MODES
 
 __all__ = ["CardSource", "build_card", "load_card"]
 

@@ -9,7 +9,6 @@ from typing import Any
 import orjson
 from pydantic import BaseModel, ValidationError
 
-from ..a2a.limits import check_params
 from ..a2a.types import MessageSendParams, TaskIdParams, TaskQueryParams, WireModel
 from ..core import bounds
 from ..core.bounds import Limits
@@ -23,6 +22,7 @@ from ..errors import (
 )
 from ..runtime.events import Event
 from ..runtime.tasks import TaskManager
+from .a2a_limits import check_params
 
 __all__ = ["STREAMING_METHODS", "Request", "dispatch", "error_body", "parse", "success_body"]
 

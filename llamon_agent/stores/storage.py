@@ -10,7 +10,8 @@ from typing import Any
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 
-from ..reviewer.port import HumanReviewPort, InMemoryReviewPort, SQLiteReviewPort
+from ..core.ports import HumanReviewPort
+from ..human_review.port import InMemoryReviewPort, SQLiteReviewPort
 from .base import TaskStore
 from .file_lock import lock_file
 from .memory import InMemoryTaskStore

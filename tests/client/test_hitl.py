@@ -84,7 +84,7 @@ def test_text_only_question() -> None:
 
 
 def test_review_question() -> None:
-    from llamon_agent.review.payload import REVIEW_SCHEMA as SERVER_REVIEW_SCHEMA
+    from llamon_agent.tool_review.payload import REVIEW_SCHEMA as SERVER_REVIEW_SCHEMA
 
     assert REVIEW_SCHEMA == SERVER_REVIEW_SCHEMA  # what the server's tool review sends
     question = question_of(hitl_task(REVIEW_HITL))

@@ -13,11 +13,10 @@ from llamon_agent.client import (
     A2AClient,
     A2ARPCError,
     Question,
-    RemoteTaskNotCancelableError,
-    RemoteTaskNotFoundError,
     answer_message,
     question_of,
 )
+from llamon_agent.client.errors import RemoteTaskNotCancelableError, RemoteTaskNotFoundError
 from tests.client.conftest import FAST_RETRY
 from tests.client.sdk_agent import COLOR_QUESTION, SDK_URL, sdk_http
 

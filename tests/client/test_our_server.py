@@ -14,14 +14,16 @@ from llamon_agent.client import (
     A2AClient,
     A2ARPCError,
     Question,
-    RemoteInvalidParamsError,
-    RemoteTaskNotCancelableError,
-    RemoteTaskNotFoundError,
-    RemoteUnsupportedOperationError,
     StreamEvent,
     answer_message,
     fetch_card,
     question_of,
+)
+from llamon_agent.client.errors import (
+    RemoteInvalidParamsError,
+    RemoteTaskNotCancelableError,
+    RemoteTaskNotFoundError,
+    RemoteUnsupportedOperationError,
 )
 from tests.client.conftest import BIRTHDAY_QUESTION, DOC_QUESTION, FAST_RETRY
 from tests.conftest import serve

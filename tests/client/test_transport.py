@@ -20,10 +20,9 @@ from llamon_agent.client import (
     A2ARPCError,
     A2AStreamInterruptedError,
     A2ATimeoutError,
-    RemoteInternalError,
-    RemoteTaskNotFoundError,
     RetryPolicy,
 )
+from llamon_agent.client.errors import RemoteInternalError, RemoteTaskNotFoundError
 from tests.client.conftest import (
     mock_client,
     rpc_error,

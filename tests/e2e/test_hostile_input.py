@@ -14,7 +14,7 @@ import pytest
 from llamon_agent import Limits
 from tests.conftest import A2AClient, assert_valid, rpc, send_params, serve, user_message
 from tests.orchestrator.helpers import AUTH, Harness, serve_app, serve_loan
-from tests.review.helpers import edit, rest_server
+from tests.tool_review.helpers import edit, rest_server
 
 LOAN = {"amount": 1000, "income": 20000}
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from llamon_agent.reviewer import InMemoryReviewPort, Review
+from llamon_agent.human_review import InMemoryReviewPort, Review
 from tests.orchestrator.helpers import (
     DRAFT_LOW_RISK,
     DRAFT_WITH_COLLATERAL,

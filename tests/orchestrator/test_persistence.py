@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from llamon_agent.reviewer import Decision, SQLiteReviewPort
+from llamon_agent.human_review import Decision, SQLiteReviewPort
 from llamon_agent.stores.sqlite import connect
 from tests.orchestrator.helpers import (
     DRAFT_WITH_COLLATERAL,

@@ -18,7 +18,7 @@ from langgraph.graph import END, START, StateGraph
 
 from llamon_agent import Agent
 from llamon_agent.core.run_context import run_context
-from llamon_agent.reviewer import request_review
+from llamon_agent.human_review import request_review
 from tests.orchestrator.helpers import (
     DRAFT_WITH_COLLATERAL,
     TOKEN,

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from llamon_agent.reviewer import (
+from llamon_agent.human_review import (
     Decision,
     HumanReviewPort,
     InMemoryReviewPort,

@@ -6,7 +6,8 @@ import asyncio
 
 import pytest
 
-from llamon_agent.reviewer import Decision, InMemoryReviewPort, Review
+from llamon_agent.human_review import Decision, InMemoryReviewPort, Review
+from llamon_agent.runtime.children import Children
 from llamon_agent.runtime.tasks import TaskManager
 from llamon_agent.stores.storage import open_storage
 from tests.runtime.helpers import doc_agent
@@ -38,10 +39,12 @@ async def test_a_failing_recovery_closes_what_the_start_opened(
     clients = []
 
     async def failing_recovery(manager: TaskManager) -> None:
-        assert manager._group is not None and manager._http is not None
-        clients.append(manager._http)
+        group = manager._worker._group
+        children = next(iter(manager._served.values())).context.children
+        assert group is not None and isinstance(children, Children)
+        clients.append(children._http)
         # a turn recovery already started, then the store fails
-        started.append(manager._group.create_task(asyncio.Event().wait()))  # type: ignore[arg-type]
+        started.append(group.create_task(asyncio.Event().wait()))  # type: ignore[arg-type]
         raise RuntimeError("the store is unreachable")
 
     monkeypatch.setattr(TaskManager, "_recover", failing_recovery)

@@ -12,9 +12,17 @@ from langgraph.types import Command
 
 from app.assistant import email_tools
 from app.outbox import Outbox
-from llamon_agent import NO_DECISION, REJECTED_BY_USER_MESSAGE, review_graph
+from llamon_agent import review_graph
 from llamon_agent.core.run_context import RunContext, with_run_context
-from tests.review.helpers import EDITED_ARGS, SEED_ARGS, SEED_PAYLOAD, ScriptedModel, call, edit
+from llamon_agent.tool_review import NO_DECISION, REJECTED_BY_USER_MESSAGE
+from tests.tool_review.helpers import (
+    EDITED_ARGS,
+    SEED_ARGS,
+    SEED_PAYLOAD,
+    ScriptedModel,
+    call,
+    edit,
+)
 
 BOB = {"to": "bob@example.com", "subject": "Meeting", "body": "Hi."}
 

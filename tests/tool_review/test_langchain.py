@@ -16,7 +16,7 @@ from app.outbox import Outbox
 from app.planner import EmailPlanner
 from llamon_agent import Agent
 from tests.conftest import serve
-from tests.review.helpers import EDITED_ARGS, SEED_ARGS, SEED_REQUEST, TWO_REQUEST, Rest, edit
+from tests.tool_review.helpers import EDITED_ARGS, SEED_ARGS, SEED_REQUEST, TWO_REQUEST, Rest, edit
 
 LC_DESCRIPTION = (
     "Tool execution requires approval\n\nTool: send_email\n"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from llamon_agent.review import catalog
-from tests.review.helpers import MESSAGES
+from llamon_agent.tool_review import catalog
+from tests.tool_review.helpers import MESSAGES
 
 
 @pytest.mark.parametrize(

@@ -9,9 +9,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..a2a.types import (
+    DataPart,
+    FilePart,
+    Message,
+    MessageSendParams,
+    TaskIdParams,
+    TaskQueryParams,
+)
 from ..core.bounds import Limits, check_id, check_text, check_value
 from ..errors import LimitExceededError
-from .types import DataPart, FilePart, Message, MessageSendParams, TaskIdParams, TaskQueryParams
 
 __all__ = ["check_message", "check_params"]
 

@@ -9,17 +9,16 @@ import pytest
 
 from app.assistant import email_assistant
 from app.outbox import Outbox
-from llamon_agent import (
-    ChatTurn,
+from llamon_agent import ChatTurn, ReviewedChatUseCase
+from llamon_agent.errors import (
     InvalidReviewDecisionError,
     NoPendingReviewError,
-    ReviewedChatUseCase,
     ReviewError,
     ReviewPendingError,
 )
 from llamon_agent.runtime.tasks import TaskManager
 from llamon_agent.stores.storage import open_storage
-from tests.review.helpers import (
+from tests.tool_review.helpers import (
     MESSAGES,
     SEED_PAYLOAD,
     SEED_REQUEST,

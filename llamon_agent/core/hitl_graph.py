@@ -44,7 +44,7 @@ from .._langgraph import (
     node_names,
     resume_waiting,
 )
-from ..core.hitl import HITLInterrupt
+from .hitl import HITLInterrupt
 
 HITL_NODE = "__hitl__"
 REQUEST_KEY = "__hitl_request__"

@@ -16,7 +16,7 @@ from a2a.types import DataPart, Message, Part, Role, Task, TaskState, TextPart
 
 from app.outbox import Outbox
 from tests.process.conftest import EXAMPLE_TARGET, Server, start_server
-from tests.review.helpers import EDITED_ARGS, SEED_PAYLOAD, SEED_REQUEST, TWO_REQUEST, edit
+from tests.tool_review.helpers import EDITED_ARGS, SEED_PAYLOAD, SEED_REQUEST, TWO_REQUEST, edit
 
 AGENT = {"agentId": "email-assistant"}
 

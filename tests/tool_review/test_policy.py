@@ -7,9 +7,10 @@ from typing import Any
 
 import pytest
 
-from llamon_agent import InterruptOnConfig, ReviewPolicy, build_review_request
-from llamon_agent.review.policy import parse_wire_override
-from tests.review.helpers import SEED_ARGS, SEED_PAYLOAD, call
+from llamon_agent import InterruptOnConfig, ReviewPolicy
+from llamon_agent.tool_review import build_review_request
+from llamon_agent.tool_review.policy import parse_wire_override
+from tests.tool_review.helpers import SEED_ARGS, SEED_PAYLOAD, call
 
 THREE = ["approve", "edit", "reject"]
 

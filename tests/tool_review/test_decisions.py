@@ -6,18 +6,20 @@ from typing import Any
 
 import pytest
 
-from llamon_agent import (
-    ALLOWED_DECISIONS,
-    NO_DECISION,
-    REJECTED_BY_USER_MESSAGE,
+from llamon_agent.errors import (
     InvalidParamsError,
     InvalidReviewDecisionError,
     NoPendingReviewError,
     ReviewError,
     ReviewPendingError,
+)
+from llamon_agent.tool_review import (
+    ALLOWED_DECISIONS,
+    NO_DECISION,
+    REJECTED_BY_USER_MESSAGE,
     validate_decisions,
 )
-from tests.review.helpers import EDITED_ARGS, MESSAGES, edit, payload
+from tests.tool_review.helpers import EDITED_ARGS, MESSAGES, edit, payload
 
 TWO = {
     "action_requests": [

@@ -14,7 +14,8 @@ from app.assistant import email_assistant
 from app.outbox import Outbox
 from llamon_agent import Agent, create_app, review_graph
 from tests.conftest import serve
-from tests.review.helpers import (
+from tests.runtime.helpers import doc_agent
+from tests.tool_review.helpers import (
     EDITED_ARGS,
     MESSAGES,
     SEED_ARGS,
@@ -29,7 +30,6 @@ from tests.review.helpers import (
     rest_server,
     tool_messages,
 )
-from tests.runtime.helpers import doc_agent
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.review.helpers import Rest, rest_server, tool_messages
+from tests.tool_review.helpers import Rest, rest_server, tool_messages
 
 # the look-up runs unreviewed; bob's email is reviewed first, then alice's (same task)
 TWO_REVIEWS = "Send an email to Alice and bob@example.com re Lunch"

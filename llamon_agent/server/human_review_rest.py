@@ -20,7 +20,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from ..core.bounds import Limits, check_text, check_value
-from ..reviewer.port import Decision, HumanReviewPort, ReviewClosedError, ReviewNotFoundError
+from ..core.ports import Decision, HumanReviewPort, ReviewClosedError, ReviewNotFoundError
 from .rest_edge import read_model
 
 __all__ = ["review_routes"]

@@ -9,7 +9,7 @@ import pytest
 
 from app.assistant import email_assistant
 from app.outbox import Outbox
-from tests.review.helpers import rest_server
+from tests.tool_review.helpers import rest_server
 
 
 async def test_an_approved_email_lands_in_the_servers_file(

@@ -1,6 +1,6 @@
 """``ReviewedChatUseCase``: chat with an agent whose tool calls wait for approval (seed 000).
 
-Built on :class:`~llamon_agent.runtime.tasks.TaskManager`, so a chat turn is an A2A turn: the
+Built on the task runtime (a ``TaskRuntime``: the server's ``TaskManager``), so a chat turn is an A2A turn: the
 ``thread_id`` is the A2A ``contextId`` (the same conversation can be continued over either),
 the per-context claim applies (a second message while a turn runs is refused, never queued),
 and decisions are validated before anything resumes::
@@ -21,13 +21,13 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from ..a2a.types import DataPart, Message, MessageSendParams, Task, TextPart
-from ..runtime.answers import INTERRUPT_ID
-from ..runtime.tasks import TaskManager
+from ..agent import Agent
+from ..core.hitl import INTERRUPT_ID
 from .payload import REVIEW_SCHEMA
 
 __all__ = ["ChatTurn", "ReviewedChatUseCase", "chat_messages"]
@@ -61,6 +61,20 @@ class ChatTurn:
         }
 
 
+class TaskRuntime(Protocol):
+    """What the chat needs of the task runtime (``TaskManager`` is one): declared here, so
+    tool review sits below the runtime and never imports it."""
+
+    @property
+    def agents(self) -> Sequence[Agent]: ...
+
+    async def context_agent(self, context_id: str) -> str | None: ...
+
+    async def send(self, params: MessageSendParams, *, language: str | None = None) -> Task: ...
+
+    async def thread_values(self, context_id: str) -> dict[str, Any]: ...
+
+
 class ReviewedChatUseCase:
     """Send messages and review decisions to one agent served by a ``TaskManager``.
 
@@ -70,7 +84,7 @@ class ReviewedChatUseCase:
     """
 
     def __init__(
-        self, manager: TaskManager, agent_id: str | None = None, *, language: str | None = None
+        self, manager: TaskRuntime, agent_id: str | None = None, *, language: str | None = None
     ) -> None:
         known = [a.id for a in manager.agents]
         if agent_id is not None and agent_id not in known:

@@ -35,10 +35,10 @@ from starlette.routing import Route
 
 from ..agent import Agent
 from ..core.bounds import Limits, check_id, check_text, check_value
+from ..core.hitl import MAX_INTERRUPT_ID
 from ..errors import A2AError, LimitExceededError
-from ..review.catalog import language_of
-from ..review.chat import ReviewedChatUseCase
-from ..runtime.answers import MAX_INTERRUPT_ID
+from ..tool_review.catalog import language_of
+from ..tool_review.chat import ReviewedChatUseCase
 from .rest_edge import error_response, json_response, read_model
 
 __all__ = [

@@ -8,9 +8,9 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.types import interrupt
 
 from .._langgraph import resume_waiting
+from ..core.ports import Decision
 from ..core.run_context import run_context
 from ..errors import LlamonError
-from .port import Decision
 
 __all__ = ["REVIEW_WAIT_SCHEMA", "TaskRejected", "is_review_wait", "request_review"]
 

@@ -10,9 +10,11 @@ from langchain_core.messages import AIMessage, ToolMessage
 
 from app.assistant import email_assistant, email_tools
 from app.outbox import Outbox
-from llamon_agent import NO_DECISION, Agent, review_graph
+from llamon_agent import Agent, review_graph
+from llamon_agent.tool_review import NO_DECISION
 from tests.conftest import A2AClient, assert_valid, rpc, send_params, serve
-from tests.review.helpers import (
+from tests.runtime.helpers import doc_agent
+from tests.tool_review.helpers import (
     MESSAGES,
     SEED_ARGS,
     SEED_PAYLOAD,
@@ -23,7 +25,6 @@ from tests.review.helpers import (
     edit,
     payload,
 )
-from tests.runtime.helpers import doc_agent
 
 
 @pytest.fixture

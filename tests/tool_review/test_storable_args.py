@@ -13,10 +13,12 @@ from langchain_core.messages import AIMessage
 
 from app.assistant import email_assistant
 from app.outbox import Outbox
-from llamon_agent import LimitExceededError, Limits, ReviewedChatUseCase, validate_decisions
+from llamon_agent import Limits, ReviewedChatUseCase
+from llamon_agent.errors import LimitExceededError
+from llamon_agent.tool_review import validate_decisions
 from tests.orchestrator.helpers import serve_app
-from tests.review.helpers import SEED_ARGS, SEED_PAYLOAD, SEED_REQUEST, call, edit
-from tests.review.test_node import Run, asks, tool_results
+from tests.tool_review.helpers import SEED_ARGS, SEED_PAYLOAD, SEED_REQUEST, call, edit
+from tests.tool_review.test_node import Run, asks, tool_results
 
 
 def nested(levels: int) -> Any:

@@ -1,0 +1,121 @@
+"""The interfaces graph nodes reach the server through, and the values they exchange.
+
+``RunContext`` (``run_context.py``) hands a run these ports; the server implements them
+(``human_review/port.py``: ``InMemoryReviewPort``, ``SQLiteReviewPort``; ``runtime/children.py``:
+the children of an orchestrator). They live here, below every package that uses or implements
+them, so that no layer imports upward (``docs/architecture.md``, "Layers").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from ..a2a.types import Task
+from ..errors import LlamonError
+from .clock import now
+
+__all__ = [
+    "ChildCaller",
+    "Decision",
+    "DecisionType",
+    "HumanReviewPort",
+    "Review",
+    "ReviewClosedError",
+    "ReviewNotFoundError",
+]
+
+DecisionType = Literal["approve", "edit", "reject"]
+Listener = Callable[["Review"], Awaitable[None]]
+
+
+class ReviewNotFoundError(LlamonError):
+    """No review with that id."""
+
+
+class ReviewClosedError(LlamonError):
+    """The review was already decided, or closed because its task ended; ``str(exc)`` says
+    which (``"review already decided"``, ``"review closed: the task was canceled"``)."""
+
+    def __init__(self, review_id: str, message: str = "review already decided") -> None:
+        super().__init__(message)
+        self.review_id = review_id
+        self.message = message
+
+
+@dataclass(frozen=True)
+class Decision:
+    type: DecisionType
+    edited: Any = None
+    message: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"type": self.type, "edited": self.edited, "message": self.message}
+
+
+@dataclass(frozen=True)
+class Review:
+    id: str
+    task_id: str
+    context_id: str
+    agent_id: str
+    draft: Any
+    status: Literal["pending", "decided", "closed"] = "pending"
+    decision: Decision | None = None
+    created: str = field(default_factory=now)
+    decided: str | None = None
+    closed: str | None = None  # when its task ended before a decision
+    closed_reason: str | None = None  # e.g. "the task was canceled"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "taskId": self.task_id,
+            "contextId": self.context_id,
+            "agentId": self.agent_id,
+            "draft": self.draft,
+            "status": self.status,
+            "decision": self.decision.to_json() if self.decision else None,
+            "created": self.created,
+            "decided": self.decided,
+            "closed": self.closed,
+            "closedReason": self.closed_reason,
+        }
+
+
+class HumanReviewPort(Protocol):
+    """Where drafts wait for a reviewer. ``submit`` is idempotent per task: a node that runs
+    again after a restart finds its review instead of opening a second one."""
+
+    async def submit(self, *, task_id: str, context_id: str, agent_id: str, draft: Any) -> Review: ...
+
+    async def get(self, review_id: str) -> Review: ...
+
+    async def pending(self) -> list[Review]: ...
+
+    async def decide(self, review_id: str, decision: Decision) -> Review:
+        """Raises ``ReviewClosedError`` when the review is decided or closed."""
+        ...
+
+    async def close_for_task(self, task_id: str, reason: str) -> list[Review]:
+        """Close the task's pending reviews (its task ended: ``reason`` says how); they leave
+        ``pending()`` and ``decide`` refuses them. Returns the reviews it closed."""
+        ...
+
+    def on_decision(self, listener: Listener) -> Callable[[], None]:
+        """Called after every decision (the runtime resumes the waiting task). Returns the
+        call that removes the listener (a stopped runtime must not be resumed)."""
+        ...
+
+
+class ChildCaller(Protocol):
+    """Sends one message to a child on the child's own context and returns its task."""
+
+    async def call(
+        self, child: str, context_id: str, *, text: str | None, data: dict[str, Any] | None
+    ) -> Task: ...
+
+    async def cancel(self, child: str, task_id: str) -> None:
+        """Cancel a child task that an ended parent task left waiting (no error if it ended)."""
+        ...

@@ -1,0 +1,67 @@
+"""The per-context claim: one turn at a time runs a context's graph.
+
+A context is claimed from routing until its turn ends. A message that finds the claim taken is
+refused with ``-32004`` busy, never queued: a queued answer could answer the next question.
+
+``ContextClaims`` is the seam for many processes: the in-process version below holds claims in
+a dict; a version for replicas holds them where every replica sees them (an advisory lock, a
+Redis key) behind the same three calls.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from ..errors import UnsupportedOperationError
+
+__all__ = ["Claim", "ContextClaims", "LocalClaims", "busy_error"]
+
+
+@dataclass(eq=False)
+class Claim:
+    """A held claim. ``task_id`` is set once the turn's task is known, so that a refused
+    message can be told which task keeps the context busy."""
+
+    context_id: str
+    task_id: str | None = None
+
+
+def busy_error(context_id: str, task_id: str | None) -> UnsupportedOperationError:
+    return UnsupportedOperationError(
+        "This operation is not supported: task is busy",
+        data={"contextId": context_id, "taskId": task_id, "reason": "task is busy"},
+    )
+
+
+class ContextClaims(Protocol):
+    async def acquire(self, context_id: str) -> Claim:
+        """The claim on ``context_id``; raises ``busy_error`` while another holds it."""
+        ...
+
+    async def release(self, claim: Claim) -> None:
+        """Give the claim back (a claim already released, or replaced, is left alone)."""
+        ...
+
+    async def held(self, context_id: str) -> bool: ...
+
+
+class LocalClaims:
+    """Claims of one process (one event loop): a dict, so acquiring never awaits."""
+
+    def __init__(self) -> None:
+        self._held: dict[str, Claim] = {}
+
+    async def acquire(self, context_id: str) -> Claim:
+        holder = self._held.get(context_id)
+        if holder is not None:
+            raise busy_error(context_id, holder.task_id)
+        claim = self._held[context_id] = Claim(context_id)
+        return claim
+
+    async def release(self, claim: Claim) -> None:
+        if self._held.get(claim.context_id) is claim:
+            del self._held[claim.context_id]
+
+    async def held(self, context_id: str) -> bool:
+        return context_id in self._held

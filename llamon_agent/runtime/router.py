@@ -1,0 +1,173 @@
+"""Routing: which task a message is for, and what it asks of it. Returns values; starts nothing.
+
+::
+
+    locate()  the context (from taskId, contextId, or a new one) and, for an answer bound to
+              its question (metadata.interruptId), the task it already answered: a retry
+    plan()    under the context's claim: new input (a new task), an answer (collect.py:
+              resume, ask the next question, or ask again), or a refusal
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from ..a2a.types import RUNNING_STATES, TERMINAL_STATES, Message, Task
+from ..core.bounds import Limits
+from ..errors import (
+    InvalidParamsError,
+    NoPendingReviewError,
+    StaleAnswerError,
+    TaskNotFoundError,
+    UnsupportedOperationError,
+)
+from ..stores.base import StoredTask, TaskStore
+from ..tool_review import catalog
+from . import messages
+from .answers import answered_by, bound_interrupt, carries_decisions, graph_input
+from .claims import busy_error
+from .collect import collect_answer
+from .live import LiveTurns
+from .requests import Request
+from .served import ServedAgent
+from .turn import Plan
+
+__all__ = ["Located", "Router"]
+
+
+@dataclass(frozen=True)
+class Located:
+    """Where a message goes: its context, and the task it already answered (a retry)."""
+
+    context_id: str
+    replayed: StoredTask | None = None
+
+
+class Router:
+    def __init__(
+        self, served: Mapping[str, ServedAgent], default_agent: str, store: TaskStore,
+        live: LiveTurns, limits: Limits,
+    ) -> None:
+        self._served = served
+        self._default = default_agent
+        self._store = store
+        self._live = live
+        self._limits = limits
+
+    async def locate(self, request: Request) -> Located:
+        message = request.message
+        if message.task_id is not None:
+            found = await self._live.load(message.task_id)
+            if found is None:
+                raise TaskNotFoundError(
+                    f"Task {message.task_id} was specified but does not exist",
+                    data={"taskId": message.task_id},
+                )
+            if message.context_id is not None and message.context_id != found.context_id:
+                raise InvalidParamsError(
+                    "bad context id: the task belongs to another context",
+                    data={"taskId": found.id, "contextId": message.context_id},
+                )
+            context_id = found.context_id
+        else:
+            context_id = message.context_id or str(uuid.uuid4())
+        bound = bound_interrupt(message)
+        if bound is None:
+            return Located(context_id)
+        # looked at before the claim: a retry that arrives while its answer's turn still runs
+        # is answered with the task as it stands, not "busy"
+        return Located(context_id, await self._replayed(message, context_id, bound))
+
+    async def _replayed(self, message: Message, context_id: str, bound: str) -> StoredTask | None:
+        """The task (live or stored) on which this very message already answered ``bound``."""
+        task_id = message.task_id
+        if task_id is None:
+            latest = await self._store.latest_in_context(context_id)
+            task_id = latest.id if latest is not None else None
+        record = await self._live.load(task_id) if task_id is not None else None
+        if record is not None and answered_by(record, bound) == message.message_id:
+            return record
+        return None
+
+    async def plan(self, request: Request, context_id: str) -> Plan:
+        """Called with the context claimed, so the tasks it reads cannot change meanwhile."""
+        message, hint = request.message, request.agent_hint
+        latest = await self._store.latest_in_context(context_id)
+        owner = latest.agent_id if latest is not None else None
+        if hint is not None and owner is not None and hint != owner:
+            raise InvalidParamsError(
+                f"Context {context_id} belongs to agent {owner!r}, not {hint!r}",
+                data={"contextId": context_id, "agentId": owner},
+            )
+        agent_id = owner or hint or self._default
+        served = self._served.get(agent_id)
+        if served is None:
+            raise InvalidParamsError(
+                f"Context {context_id} belongs to agent {agent_id!r}, which is not served here"
+            )
+        target = await self._target(message, latest)
+        self._check_target(message, context_id, target, latest)
+        if target is None:
+            if carries_decisions(message):
+                raise NoPendingReviewError(catalog.text("no_pending_review", request.language))
+            return self._new_task(served, context_id, message)
+        return await collect_answer(
+            served, target, message, language=request.language, limits=self._limits
+        )
+
+    async def _target(self, message: Message, latest: StoredTask | None) -> StoredTask | None:
+        """The task the message is for: the one it names, else the context's open task."""
+        if message.task_id is None:
+            return latest if latest is not None and latest.state not in TERMINAL_STATES else None
+        target = await self._store.get(message.task_id)
+        if target is None:  # stored a moment ago, or lost with a turn a restart dropped
+            raise TaskNotFoundError(data={"taskId": message.task_id})
+        return target
+
+    @staticmethod
+    def _check_target(
+        message: Message, context_id: str, target: StoredTask | None, latest: StoredTask | None
+    ) -> None:
+        bound = bound_interrupt(message)
+        if bound is not None and (
+            target is None or target.state in TERMINAL_STATES or target.pending_interrupt != bound
+        ):
+            # the question it answers was answered (by another message) or never asked here:
+            # taking it would answer whatever is asked now (a task parked for a reviewer asks
+            # nothing the client can answer)
+            shown = target or latest
+            raise StaleAnswerError(
+                shown.id if shown is not None else None, bound,
+                shown.pending_interrupt if shown is not None else None,
+            )
+        if target is None:
+            return
+        if target.state in TERMINAL_STATES:
+            raise UnsupportedOperationError(
+                f"Task {target.id} is in a terminal state: {target.state}",
+                data={"taskId": target.id, "state": target.state,
+                      "reason": "task is in a terminal state"},
+            )
+        if target.state in RUNNING_STATES:
+            raise busy_error(context_id, target.id)
+        if any(m.message_id == message.message_id for m in target.task.history or []):
+            raise UnsupportedOperationError(
+                f"Message {message.message_id} was already delivered to task {target.id}",
+                data={"taskId": target.id, "messageId": message.message_id,
+                      "reason": "duplicate message"},
+            )
+
+    @staticmethod
+    def _new_task(served: ServedAgent, context_id: str, message: Message) -> Plan:
+        task_id = str(uuid.uuid4())
+        inbound = message.model_copy(update={"task_id": task_id, "context_id": context_id})
+        record = StoredTask(
+            task=Task(
+                id=task_id, context_id=context_id, status=messages.status("submitted"),
+                history=[inbound],
+            ),
+            agent_id=served.agent.id,
+        )
+        return Plan(record, served, graph_input(record, inbound, served.input_keys))

@@ -1,0 +1,161 @@
+"""The turn worker: runs turns in a task group it owns, as uvicorn's ``Server`` owns its tasks.
+
+::
+
+    start(turn)  attach the turn to its claim, publish its first snapshot (stored when a client
+                 sees the task before the turn ends), then run it in the group; a turn that only
+                 reports a status ends at once
+    _run(turn)   working ─► run_turn(graph) ─► Ending ─► publisher.end(); finally finish()
+    finish(turn) release the claim, close the event log (not for a task parked for a reviewer),
+                 wake the senders that wait
+    __aexit__    running turns get ``shutdown_grace`` seconds, then are cancelled: a cancelled
+                 turn is stored ``working`` and recovered at the next start
+
+A turn runs in the worker's group, not in the request that started it: a client that goes
+away does not stop its task.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack
+from types import TracebackType
+
+from ..human_review.node import TaskRejected
+from ..stores.base import StoredTask
+from .claims import Claim, ContextClaims
+from .ending import Ending, ending_of, failure_message, rejection_message
+from .live import LiveTurns
+from .publisher import EventPublisher
+from .runner import run_turn
+from .turn import Plan, Turn, config_for
+
+__all__ = ["TurnWorker"]
+
+log = logging.getLogger(__name__)
+
+Parked = Callable[[StoredTask], Awaitable[None]]
+
+
+class TurnWorker:
+    """``on_parked`` is told of every task a turn left waiting for a reviewer: a decision the
+    reviewer took while the turn still ran is applied then."""
+
+    def __init__(
+        self, publisher: EventPublisher, claims: ContextClaims, live: LiveTurns, *,
+        shutdown_grace: float = 10.0, on_parked: Parked | None = None,
+    ) -> None:
+        self._publisher = publisher
+        self._claims = claims
+        self._live = live
+        self._grace = shutdown_grace
+        self._on_parked = on_parked
+        self._stack = AsyncExitStack()
+        self._group: asyncio.TaskGroup | None = None
+
+    async def __aenter__(self) -> TurnWorker:
+        self._group = await self._stack.enter_async_context(asyncio.TaskGroup())
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        """A clean exit gives running turns the grace period; an exit on an error (a failed
+        start) hands the error to the group, which cancels the turns instead of awaiting them."""
+        running = [t.runner for t in self._live.running() if t.runner is not None]
+        if running and exc is None:
+            _, unfinished = await asyncio.wait(running, timeout=self._grace)
+            for runner in unfinished:
+                runner.cancel()
+        await self._stack.__aexit__(exc_type, exc, tb)
+
+    async def start(self, turn: Turn) -> None:
+        if turn.claim is not None:
+            turn.claim.task_id = turn.record.id
+        self._live.add(turn)
+        try:
+            await self._publisher.publish(
+                turn, turn.record.task, save=turn.seen_early or not turn.runs
+            )
+        except BaseException:
+            await self.finish(turn)
+            raise
+        if not turn.runs:  # the snapshot already says it all
+            try:
+                await self._publisher.publish_status(turn, final=True, save=False)
+            finally:
+                await self.finish(turn)
+            return
+        if self._group is None:
+            await self.finish(turn)
+            raise RuntimeError("the turn worker is not running (use it as an async context)")
+        turn.runner = self._group.create_task(self._run(turn))
+
+    async def finish(self, turn: Turn) -> None:
+        self._live.remove(turn)
+        if turn.claim is not None:
+            await self._claims.release(turn.claim)
+        if not turn.parked:  # a parked task's stream waits for the reviewer's turn
+            turn.log.close()
+        turn.done.set()
+
+    async def report(self, plan: Plan, claim: Claim, state: str) -> None:
+        """End a task that no turn runs (one waiting for an answer) in ``state``, under the
+        context's ``claim``; stored before it is published."""
+        claim.task_id = plan.record.id
+        turn = Turn.of(plan, self._publisher.open(plan.record.id, plan.record.event_seq), claim)
+        try:
+            await self._publisher.set_status(turn, state, final=True)
+        finally:
+            await self.finish(turn)
+
+    async def cancel(self, task_id: str) -> Turn | None:
+        """Cancel the task's running turn and wait for its end; ``None`` when none runs."""
+        running = self._live.get(task_id)
+        if running is None or running.runner is None:
+            return None
+        running.canceled = True
+        running.runner.cancel()
+        await running.done.wait()
+        return running
+
+    async def _run(self, turn: Turn) -> None:
+        record = turn.record
+        try:
+            await self._publisher.set_status(turn, "working", save=False)
+            await self._publisher.end(turn, await self._ending(turn))
+        except asyncio.CancelledError:
+            # shutdown: store the turn as running so that the next start recovers it
+            log.warning("task %s stopped by shutdown; it is recovered at the next start", record.id)
+            await self._publisher.save(record)
+            raise
+        except Exception:  # the store failed while reporting: nothing more can be said
+            log.exception("task %s could not be finalised", record.id)
+        finally:
+            await self.finish(turn)
+        if turn.parked and self._on_parked is not None:
+            await self._on_parked(record)
+
+    async def _ending(self, turn: Turn) -> Ending:
+        record = turn.record
+        try:
+            outcome = await run_turn(
+                turn.served.graph,
+                turn.graph_input,
+                config_for(record.context_id, turn.run_context()),
+                durability=turn.served.agent.durability,
+                on_progress=lambda chunk: self._publisher.progress(turn, chunk),
+            )
+            return ending_of(outcome, record, turn.settings.language if turn.settings else None)
+        except asyncio.CancelledError:
+            if not turn.canceled:
+                raise
+            return Ending("canceled")
+        except TaskRejected as exc:
+            return Ending("rejected", rejection_message(exc.message, record))
+        except Exception as exc:
+            log.exception("task %s failed", record.id)
+            return Ending("failed", failure_message(exc, record))
