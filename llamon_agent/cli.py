@@ -7,14 +7,19 @@ import importlib
 import math
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from .agent import Agent
+from .auth import CredentialConfigError, parse_file
 from .core.bounds import Limits
 from .server.app import create_app
+from .server.exposure import check_exposure
+from .server.logs import LOG_FORMATS, configure_logging, log_level
+from .server.quotas import Quotas
+from .server.request_events import logs_requests
 from .server.serve import (
     DEFAULT_KEEP_ALIVE,
     DEFAULT_MAX_CONNECTIONS,
@@ -53,9 +58,14 @@ def build_app(
     public_url: str | None = None,
     limits: Limits | None = None,
     settings: Settings | None = None,
+    quotas: Quotas | None = None,
+    api_keys: Mapping[str, str] | None = None,
+    extended_card: str | None = None,
 ) -> Any:
     """A list of Agents becomes an app on ``db``; anything else is served as the ASGI app it is
-    (``card``, ``public_url`` and ``limits`` apply to a list of Agents only)."""
+    (``card``, ``public_url``, ``limits`` and ``quotas`` apply to a list of Agents only;
+    ``api_keys`` and ``extended_card`` too, and an ASGI app given them is refused: a flag that
+    turns authentication on must never be ignored)."""
     obj = _load(target)
     if isinstance(obj, Agent):
         obj = [obj]
@@ -63,12 +73,18 @@ def build_app(
         if not obj or not all(isinstance(a, Agent) for a in obj):
             raise SystemExit(f"error: {target} must be a list of Agent objects or an ASGI app")
         card_path = card if card is not None else ("agent-card.json" if Path("agent-card.json").is_file() else None)
-        return create_app(
-            list(obj), db=db, card=card_path, public_url=public_url, limits=limits,
-            settings=settings,
-        )
+        try:
+            return create_app(
+                list(obj), db=db, card=card_path, public_url=public_url, limits=limits,
+                settings=settings, quotas=quotas, api_keys=api_keys, extended_card=extended_card,
+            )
+        except (CredentialConfigError, ImportError) as exc:  # one line, never a secret
+            raise SystemExit(f"error: {exc}") from None
     if not callable(obj):
         raise SystemExit(f"error: {target} is neither a list of Agents nor an ASGI app")
+    if api_keys is not None or extended_card is not None:
+        raise SystemExit(f"error: {target} is an ASGI app: --api-keys and --extended-card apply "
+                         "to a list of Agents; pass them to create_app in your own app")
     return obj
 
 
@@ -90,6 +106,36 @@ def _seconds(text: str) -> float:
     if not (math.isfinite(value) and value > 0):
         raise argparse.ArgumentTypeError(f"must be more than 0 seconds, got {text}")
     return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"must be more than 0, got {text}")
+    return value
+
+
+def _api_keys(path: str) -> dict[str, str]:
+    """``--api-keys FILE``: one ``principal=key`` per line; errors name the line, never a key."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise argparse.ArgumentTypeError(f"cannot read the API keys file {path}: {exc}") from None
+    try:
+        return parse_file(text, path)
+    except CredentialConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _log_level(text: str) -> str:
+    try:
+        log_level(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text.lower()
 
 
 def _public_url(text: str) -> str:
@@ -133,7 +179,14 @@ def _parser(settings: Settings) -> argparse.ArgumentParser:
                            "local address the connection arrived on, never the Host header "
                            "(default: $LLAMON_PUBLIC_URL"
                            + (f" = {public_url.replace('%', '%%')})" if public_url else ", unset)"))
-    serve_cmd.add_argument("--log-level", default="info", help="(default: %(default)s)")
+    serve_cmd.add_argument("--log-level", type=_log_level, default="info", metavar="LEVEL",
+                           help="trace, debug, info, warning, error or critical, for every "
+                           "line of the process (default: %(default)s)")
+    serve_cmd.add_argument("--log-format", choices=LOG_FORMATS, default=settings.log_format,
+                           help="text (for a person) or json (one object a line, for a log "
+                           "pipeline); docs/operations.md, Logs (default: $LLAMON_LOG_FORMAT, "
+                           "else text)")
+    _auth_arguments(serve_cmd)
 
     connections = serve_cmd.add_argument_group("connections")
     connections.add_argument("--request-timeout", type=_seconds, metavar="SECONDS",
@@ -158,19 +211,76 @@ def _parser(settings: Settings) -> argparse.ArgumentParser:
         limits.add_argument("--" + name.replace("_", "-"), type=_positive_int, metavar="N",
                             default=getattr(defaults, name),
                             help=f"{text} (default: %(default)s)")
+
+    quotas = serve_cmd.add_argument_group(
+        "quotas per principal", "what one authenticated caller may use (docs/operations.md, "
+        "Quotas); off unless set. Without authentication every caller is the one principal "
+        "'anonymous' and shares them"
+    )
+    quotas.add_argument("--quota-rate", type=_positive_float, metavar="RPS",
+                        default=settings.quota_rate,
+                        help="requests per second on / (JSON-RPC) and /hitl/*; over it: HTTP "
+                        "429 with Retry-After (default: $LLAMON_QUOTA_RATE, else off)")
+    quotas.add_argument("--quota-burst", type=_positive_int, metavar="N",
+                        default=settings.quota_burst,
+                        help="requests at once after a quiet time (default: $LLAMON_QUOTA_BURST, "
+                        "else one second's worth of --quota-rate)")
+    quotas.add_argument("--quota-streams", type=_positive_int, metavar="N",
+                        default=settings.quota_streams,
+                        help="open message/stream and tasks/resubscribe streams; one more is "
+                        "-32004 (default: $LLAMON_QUOTA_STREAMS, else off)")
+    quotas.add_argument("--quota-waiting-tasks", type=_positive_int, metavar="N",
+                        default=settings.quota_waiting_tasks,
+                        help="tasks waiting for input; a message that would start one more is "
+                        "-32004, HTTP 429 on /hitl (default: $LLAMON_QUOTA_WAITING_TASKS, else "
+                        "off)")
     return parser
 
 
+def _auth_arguments(serve_cmd: argparse.ArgumentParser) -> None:
+    group = serve_cmd.add_argument_group(
+        "authentication", "of POST / (JSON-RPC) and /hitl/* (docs/operations.md, "
+        "Authentication); JWT bearer tokens: $LLAMON_JWT_JWKS_URL, $LLAMON_JWT_ISSUER, "
+        "$LLAMON_JWT_AUDIENCE. Without any, every caller is 'anonymous' and the server binds "
+        "to loopback only"
+    )
+    group.add_argument("--api-keys", type=_api_keys, metavar="FILE", default=None,
+                       help="principal=key pairs, one per line ('#' comments); callers send "
+                       "the key as X-API-Key or Authorization: Bearer (default: "
+                       "$LLAMON_API_KEYS, comma-separated pairs)")
+    group.add_argument("--extended-card", metavar="FILE", default=None,
+                       help="agent card JSON served to authenticated callers by "
+                       "agent/getAuthenticatedExtendedCard (needs authentication)")
+    group.add_argument("--allow-unauthenticated", action="store_true",
+                       help="serve on a non-loopback --host without authentication (something "
+                       "in front of the server authenticates); logged at every start")
+
+
 def main(argv: Sequence[str] | None = None) -> None:
-    settings = Settings.from_env()
+    try:
+        settings = Settings.from_env()
+    except ValueError as exc:  # a malformed variable: one line, not a traceback
+        raise SystemExit(f"error: {exc}") from None
     args = _parser(settings).parse_args(argv)
+    configure_logging(args.log_format, args.log_level)  # before anything below logs
     limits = Limits(**{name: getattr(args, name) for name in _LIMIT_HELP})
+    try:
+        quotas = Quotas(requests_per_second=args.quota_rate, burst=args.quota_burst,
+                        max_streams=args.quota_streams,
+                        max_waiting_tasks=args.quota_waiting_tasks)
+    except ValueError as exc:
+        raise SystemExit(f"error: {exc}") from None
     app = build_app(args.target, args.db, args.card, public_url=args.public_url, limits=limits,
-                    settings=settings)
+                    settings=settings, quotas=quotas, api_keys=args.api_keys,
+                    extended_card=args.extended_card)
+    refusal = check_exposure(app, args.host, allow_unauthenticated=args.allow_unauthenticated)
+    if refusal is not None:
+        raise SystemExit(f"error: {refusal}")
     serve(app, ServeOptions(
         host=args.host, port=args.port, log_level=args.log_level,
         request_timeout=args.request_timeout, keep_alive=args.keep_alive,
-        max_connections=args.max_connections,
+        max_connections=args.max_connections, log_format=args.log_format,
+        access_log=not logs_requests(app),  # create_app's apps log each request themselves
     ))
 
 

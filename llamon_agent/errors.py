@@ -22,6 +22,7 @@
         ├── TaskNotCancelableError              -32002
         ├── PushNotificationNotSupportedError   -32003
         ├── UnsupportedOperationError           -32004  (terminal task, busy context); REST: 409
+        │   └── QuotaExceededError              a principal's quota (server/quotas.py); REST: 429
         ├── ContentTypeNotSupportedError        -32005
         ├── InvalidAgentResponseError           -32006
         └── AuthenticatedExtendedCardNotConfiguredError  -32007
@@ -56,6 +57,7 @@ __all__ = [
     "NoPendingReviewError",
     "PayloadTooLargeError",
     "PushNotificationNotSupportedError",
+    "QuotaExceededError",
     "ReviewError",
     "ReviewPendingError",
     "StaleAnswerError",
@@ -234,6 +236,20 @@ class UnsupportedOperationError(A2AError):
     code = -32004
     default_message = "This operation is not supported"
     http_status = 409
+
+
+class QuotaExceededError(UnsupportedOperationError):
+    """A principal is at one of its quotas (``server/quotas.py``): nothing was opened, stored
+    or run. ``data`` is ``{"reason": "quota exceeded: <what>", "quota": <the Quotas field>,
+    "max": n}``; it names the quota, never another principal's task, context or agent."""
+
+    http_status = 429
+
+    def __init__(self, message: str, *, what: str, quota: str, maximum: int) -> None:
+        super().__init__(
+            message, data={"reason": f"quota exceeded: {what}", "quota": quota, "max": maximum}
+        )
+        self.quota = quota
 
 
 class ContentTypeNotSupportedError(A2AError):

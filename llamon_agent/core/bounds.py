@@ -24,7 +24,13 @@ from typing import Any
 
 import orjson
 
-from ..errors import JSONParseError, LimitExceededError, PayloadTooLargeError
+from ..errors import (
+    InvalidParamsError,
+    JSONParseError,
+    LimitExceededError,
+    PayloadTooLargeError,
+)
+from .principal import has_control_characters
 
 __all__ = [
     "INT64_MAX",
@@ -202,8 +208,17 @@ def check_text(text: str, limits: Limits, field: str) -> None:
 
 
 def check_id(value: str | None, limits: Limits, field: str) -> None:
-    if value is not None and len(value) > limits.max_id_chars:
+    """An identifier a client chose: at most ``max_id_chars`` characters, none of them a control
+    character (storage keys separate a caller's space from the id with one: core/principal.py)."""
+    if value is None:
+        return
+    if len(value) > limits.max_id_chars:
         raise LimitExceededError(
             f"{field} has {len(value)} characters, over the limit of {limits.max_id_chars}",
             limit="max_id_chars", field=field, maximum=limits.max_id_chars,
+        )
+    if has_control_characters(value):
+        raise InvalidParamsError(
+            f"{field} must not contain control characters",
+            data={"field": field, "reason": "control character in an id"},
         )

@@ -45,6 +45,7 @@ from .._langgraph import (
     resume_waiting,
 )
 from .hitl import HITLInterrupt
+from .run_context import context_id_of
 
 HITL_NODE = "__hitl__"
 REQUEST_KEY = "__hitl_request__"
@@ -80,7 +81,7 @@ class HITLRoutingError(RuntimeError):
 
 
 def _check_thread(request: HITLInterrupt, config: RunnableConfig) -> None:
-    running = (config.get("configurable") or {}).get("thread_id")
+    running = context_id_of(config) if (config.get("configurable") or {}).get("thread_id") else None
     if running is not None and request.thread_id != running:
         raise HITLRoutingError(
             f"HITLInterrupt.thread_id {request.thread_id!r} does not match the running "

@@ -46,9 +46,14 @@ class ReviewClosedError(LlamonError):
 
 @dataclass(frozen=True)
 class Decision:
+    """A reviewer's decision. ``by`` names the reviewer (the reviewer endpoints set it from
+    the token's name); it is recorded with the review, not sent to the graph: ``to_json`` is
+    the value the waiting node resumes with."""
+
     type: DecisionType
     edited: Any = None
     message: str | None = None
+    by: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {"type": self.type, "edited": self.edited, "message": self.message}
@@ -68,6 +73,11 @@ class Review:
     closed: str | None = None  # when its task ended before a decision
     closed_reason: str | None = None  # e.g. "the task was canceled"
 
+    @property
+    def decided_by(self) -> str | None:
+        """Who decided (``None`` before a decision, or when it came without a name)."""
+        return self.decision.by if self.decision is not None else None
+
     def to_json(self) -> dict[str, Any]:
         return {
             "id": self.id,
@@ -79,6 +89,7 @@ class Review:
             "decision": self.decision.to_json() if self.decision else None,
             "created": self.created,
             "decided": self.decided,
+            "decidedBy": self.decided_by,
             "closed": self.closed,
             "closedReason": self.closed_reason,
         }

@@ -15,7 +15,7 @@ from typing import Any
 from .bounds import Limits
 from .ports import ChildCaller, HumanReviewPort
 
-__all__ = ["RunContext", "run_context", "with_run_context"]
+__all__ = ["RunContext", "context_id_of", "run_context", "with_run_context"]
 
 # LangGraph copies only str/int/float/bool configurable values into checkpoint metadata, so this
 # object (and the ports it holds) is never serialised
@@ -39,6 +39,10 @@ class RunContext:
     #: the server's edge limits: tool arguments are held to the same bounds as what a client
     #: sends (``None`` outside the server: the defaults)
     limits: Limits | None = None
+    #: the caller whose task runs (``anonymous`` without authentication), and the context as
+    #: that caller named it (the LangGraph ``thread_id`` is a storage key: core/principal.py)
+    principal: str | None = None
+    context_id: str | None = None
 
 
 def run_context(config: Mapping[str, Any] | None) -> RunContext | None:
@@ -46,6 +50,16 @@ def run_context(config: Mapping[str, Any] | None) -> RunContext | None:
     configurable = (config or {}).get("configurable") or {}
     found = configurable.get(_KEY) if isinstance(configurable, Mapping) else None
     return found if isinstance(found, RunContext) else None
+
+
+def context_id_of(config: Mapping[str, Any] | None) -> str:
+    """The context id as the client named it: ``RunContext.context_id`` in a run the server
+    started, else the LangGraph ``thread_id`` (a graph run on its own)."""
+    served = run_context(config)
+    if served is not None and served.context_id is not None:
+        return served.context_id
+    configurable = (config or {}).get("configurable") or {}
+    return str(configurable["thread_id"])
 
 
 def with_run_context(configurable: dict[str, Any], context: RunContext) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from langgraph.types import interrupt
 
 from .._langgraph import resume_waiting
 from ..core.ports import Decision
-from ..core.run_context import run_context
+from ..core.run_context import context_id_of, run_context
 from ..errors import LlamonError
 
 __all__ = ["REVIEW_WAIT_SCHEMA", "TaskRejected", "is_review_wait", "request_review"]
@@ -49,7 +49,7 @@ async def request_review(draft: Any, config: RunnableConfig) -> Decision:
     else:
         review = await port.submit(
             task_id=served.task_id,
-            context_id=(config.get("configurable") or {})["thread_id"],
+            context_id=context_id_of(config),
             agent_id=served.agent_id,
             draft=draft,
         )

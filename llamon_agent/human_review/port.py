@@ -108,17 +108,19 @@ CREATE TABLE IF NOT EXISTS llamon_reviews (
     created TEXT NOT NULL,
     decided TEXT,
     closed TEXT,
-    closed_reason TEXT
+    closed_reason TEXT,
+    decided_by TEXT DEFAULT NULL
 );
 CREATE INDEX IF NOT EXISTS llamon_reviews_task ON llamon_reviews (task_id, status);
 CREATE INDEX IF NOT EXISTS llamon_reviews_status ON llamon_reviews (status);
 """
 _COLUMNS = (
     "id, task_id, context_id, agent_id, draft, status, decision, created, decided, closed,"
-    " closed_reason"
+    " closed_reason, decided_by"
 )
-#: columns later versions added, for files an earlier version created
-_ADDED_COLUMNS = {"closed": "TEXT", "closed_reason": "TEXT"}
+#: columns later versions added, for files an earlier version created (their rows keep
+#: working: a decision stored before reviewers had names has ``decidedBy`` null)
+_ADDED_COLUMNS = {"closed": "TEXT", "closed_reason": "TEXT", "decided_by": "TEXT DEFAULT NULL"}
 
 
 def _row(row: tuple[Any, ...]) -> Review:
@@ -126,7 +128,8 @@ def _row(row: tuple[Any, ...]) -> Review:
     return Review(
         id=row[0], task_id=row[1], context_id=row[2], agent_id=row[3],
         draft=orjson.loads(row[4]), status=row[5],
-        decision=Decision(**decision) if decision else None, created=row[7], decided=row[8],
+        decision=Decision(**decision, by=row[11]) if decision else None, created=row[7],
+        decided=row[8],
         closed=row[9], closed_reason=row[10],
     )
 
@@ -158,9 +161,10 @@ class SQLiteReviewPort(_Notifying):
         review = Review(str(uuid.uuid4()), task_id, context_id, agent_id, draft)
         with self._conn:
             self._conn.execute(
-                f"INSERT INTO llamon_reviews ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                f"INSERT INTO llamon_reviews ({_COLUMNS})"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (review.id, task_id, context_id, agent_id, orjson.dumps(draft), "pending",
-                 None, review.created, None, None, None),
+                 None, review.created, None, None, None, None),
             )
         return review
 
@@ -182,9 +186,9 @@ class SQLiteReviewPort(_Notifying):
         decided = now()
         with self._conn:
             cur = self._conn.execute(
-                "UPDATE llamon_reviews SET status = 'decided', decision = ?, decided = ?"
-                " WHERE id = ? AND status = 'pending'",
-                (orjson.dumps(decision.to_json()), decided, review_id),
+                "UPDATE llamon_reviews SET status = 'decided', decision = ?, decided = ?,"
+                " decided_by = ? WHERE id = ? AND status = 'pending'",
+                (orjson.dumps(decision.to_json()), decided, decision.by, review_id),
             )
         if cur.rowcount == 0:
             raise _closed_error(await self.get(review_id))  # get raises when it does not exist

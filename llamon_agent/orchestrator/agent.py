@@ -22,7 +22,7 @@ from langgraph.types import Command
 
 from ..agent import Agent
 from ..core.hitl import HITLInterrupt
-from ..core.run_context import run_context
+from ..core.run_context import context_id_of, run_context
 from ..errors import LlamonError
 from ..human_review.node import TaskRejected, request_review
 from .children import ChildCaller, ChildFailedError, ChildResult, RemoteAgent
@@ -107,7 +107,7 @@ class Orchestrator(Agent):
             data = _answer(state.get("hitl_answer")) if answering else _incoming(state)
             ctx = TurnContext(
                 data=data, resume=state.get("resume_point"), caller=_caller(config),
-                context_id=(config.get("configurable") or {})["thread_id"], config=config,
+                context_id=context_id_of(config), config=config,
             )
             emission = await run_turn(ctx)
             if not isinstance(emission, Emission):

@@ -12,6 +12,7 @@ from ..a2a.types import Message
 from ..core.bounds import Limits
 from ..core.hitl import INTERRUPT_ID, MAX_INTERRUPT_ID
 from ..core.hitl_graph import CLEAR, REQUEST_KEY, public_payload
+from ..core.principal import principal_of_space
 from ..errors import InvalidParamsError, ReviewPendingError
 from ..stores.base import Pending, StoredTask
 from ..tool_review import catalog
@@ -41,6 +42,7 @@ def graph_input(
     candidate: dict[str, Any] = {
         "messages": [HumanMessage(content=message.text(), id=message.message_id)],
         "thread_id": record.context_id,
+        "a2a_principal": principal_of_space(record.space),
         "a2a_task_id": record.id,
         "a2a_message_id": message.message_id,
         "a2a_data": message.data(),

@@ -15,16 +15,25 @@ from typing import Protocol
 
 from ..errors import UnsupportedOperationError
 
-__all__ = ["Claim", "ContextClaims", "LocalClaims", "busy_error"]
+__all__ = ["Claim", "ClaimTaken", "ContextClaims", "LocalClaims", "busy_error"]
 
 
 @dataclass(eq=False)
 class Claim:
-    """A held claim. ``task_id`` is set once the turn's task is known, so that a refused
-    message can be told which task keeps the context busy."""
+    """A held claim on a context key (``StoredTask.context_key``). ``task_id`` is set once the
+    turn's task is known, so that a refused message can be told which task keeps it busy."""
 
-    context_id: str
+    key: str
     task_id: str | None = None
+
+
+class ClaimTaken(Exception):
+    """The context is claimed; ``task_id`` is the holder's task, when known. The caller answers
+    ``busy_error`` with the client's own ``contextId`` (the key is never shown)."""
+
+    def __init__(self, task_id: str | None) -> None:
+        super().__init__(task_id)
+        self.task_id = task_id
 
 
 def busy_error(context_id: str, task_id: str | None) -> UnsupportedOperationError:
@@ -35,15 +44,15 @@ def busy_error(context_id: str, task_id: str | None) -> UnsupportedOperationErro
 
 
 class ContextClaims(Protocol):
-    async def acquire(self, context_id: str) -> Claim:
-        """The claim on ``context_id``; raises ``busy_error`` while another holds it."""
+    async def acquire(self, key: str) -> Claim:
+        """The claim on the context ``key``; raises ``ClaimTaken`` while another holds it."""
         ...
 
     async def release(self, claim: Claim) -> None:
         """Give the claim back (a claim already released, or replaced, is left alone)."""
         ...
 
-    async def held(self, context_id: str) -> bool: ...
+    async def held(self, key: str) -> bool: ...
 
 
 class LocalClaims:
@@ -52,16 +61,16 @@ class LocalClaims:
     def __init__(self) -> None:
         self._held: dict[str, Claim] = {}
 
-    async def acquire(self, context_id: str) -> Claim:
-        holder = self._held.get(context_id)
+    async def acquire(self, key: str) -> Claim:
+        holder = self._held.get(key)
         if holder is not None:
-            raise busy_error(context_id, holder.task_id)
-        claim = self._held[context_id] = Claim(context_id)
+            raise ClaimTaken(holder.task_id)
+        claim = self._held[key] = Claim(key)
         return claim
 
     async def release(self, claim: Claim) -> None:
-        if self._held.get(claim.context_id) is claim:
-            del self._held[claim.context_id]
+        if self._held.get(claim.key) is claim:
+            del self._held[claim.key]
 
-    async def held(self, context_id: str) -> bool:
-        return context_id in self._held
+    async def held(self, key: str) -> bool:
+        return key in self._held

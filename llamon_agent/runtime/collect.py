@@ -14,8 +14,10 @@ from langgraph.types import Command
 
 from ..a2a.types import Message
 from ..core.bounds import Limits
+from ..core.clock import now
 from ..core.hitl_graph import public_payload, resume_value
 from ..core.normalize import Reask, normalize_answer
+from ..core.principal import principal_of_space
 from ..errors import InvalidParamsError, NoPendingReviewError
 from ..stores.base import Pending, StoredTask
 from ..tool_review import catalog
@@ -24,7 +26,7 @@ from .answers import answers_in, carries_decisions, is_review, remember_answer, 
 from .served import ServedAgent
 from .turn import Plan, config_for
 
-__all__ = ["answered_history", "collect_answer", "pending_of"]
+__all__ = ["answered_history", "collect_answer", "decided_by", "pending_of"]
 
 
 async def pending_of(served: ServedAgent, record: StoredTask) -> list[Pending]:
@@ -32,7 +34,7 @@ async def pending_of(served: ServedAgent, record: StoredTask) -> list[Pending]:
     (a task stored by a release that did not keep them)."""
     if record.pending:
         return list(record.pending)
-    snapshot = await served.graph.aget_state(config_for(record.context_id))  # type: ignore[arg-type]
+    snapshot = await served.graph.aget_state(config_for(record.context_key))  # type: ignore[arg-type]
     return [Pending(i.id, i.value) for i in snapshot.interrupts]
 
 
@@ -61,6 +63,7 @@ async def collect_answer(
             collected[interrupt_id] = resume_value(
                 value, review_resume(answered, raw, language, limits)
             )
+            message = decided_by(message, record)
             continue
         reasked = record.reask_count > 0 or interrupt_id != asked.id
         outcome = await normalize_answer(
@@ -103,6 +106,14 @@ def _ask(
     if reask:
         record.reask_count += 1
     return Plan(record, served, runs=False)
+
+
+def decided_by(message: Message, record: StoredTask) -> Message:
+    """The stored copy of a tool review's decisions says who decided and when (``decidedBy``,
+    ``decidedAt`` in its metadata), as a human reviewer's decision does in ``/reviews``."""
+    metadata = {**(message.metadata or {}), "decidedBy": principal_of_space(record.space),
+                "decidedAt": now()}
+    return message.model_copy(update={"metadata": metadata})
 
 
 def answered_history(record: StoredTask, message: Message) -> list[Message]:

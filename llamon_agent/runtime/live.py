@@ -30,7 +30,9 @@ class LiveTurns:
     def running(self) -> list[Turn]:
         return [t for t in self._turns.values() if t.runner is not None]
 
-    async def load(self, task_id: str) -> StoredTask | None:
-        """The task as it stands: its live record while a turn runs, else the stored one."""
+    async def load(self, task_id: str, space: str) -> StoredTask | None:
+        """The task as it stands (its live record while a turn runs, else the stored one), if
+        it is ``space``'s: another caller's task is as unknown as a task that does not exist."""
         turn = self._turns.get(task_id)
-        return turn.record if turn is not None else await self._store.get(task_id)
+        record = turn.record if turn is not None else await self._store.get(task_id)
+        return record if record is not None and record.space == space else None

@@ -31,6 +31,7 @@ from ..stores.base import StoredTask, TaskStore
 from . import messages
 from .ending import Ending
 from .events import Event, EventHub, EventLog, iterate, prepend
+from .observer import NO_OBSERVER, TaskObserver, notify_state
 from .turn import Turn
 
 __all__ = ["EventPublisher", "LocalPublisher"]
@@ -69,11 +70,13 @@ class EventPublisher(Protocol):
 
 class LocalPublisher:
     def __init__(
-        self, store: TaskStore, reviews: HumanReviewPort | None, hub: EventHub | None = None
+        self, store: TaskStore, reviews: HumanReviewPort | None, hub: EventHub | None = None,
+        observer: TaskObserver = NO_OBSERVER,
     ) -> None:
         self._store = store
         self._reviews = reviews
         self._hub = hub or EventHub()
+        self._observer = observer
 
     def open(self, task_id: str, last_seq: int) -> EventLog:
         return self._hub.open(task_id, last_seq)
@@ -104,6 +107,12 @@ class LocalPublisher:
             await self.save(record)
         turn.log.snapshot = record.task
         turn.log.publish(record.event_seq, payload, final=final)
+        self._observe(turn)
+
+    def _observe(self, turn: Turn) -> None:
+        if turn.observed != turn.record.state:
+            turn.observed = turn.record.state
+            notify_state(self._observer, turn.record)
 
     async def set_status(
         self, turn: Turn, state: str, message: Message | None = None, *,
@@ -151,6 +160,7 @@ class LocalPublisher:
         for offset, payload in enumerate(events):
             last = offset == len(events) - 1
             turn.log.publish(first + offset, payload, final=last and ending.final)
+        self._observe(turn)
 
     async def progress(self, turn: Turn, chunk: Any) -> None:
         """``get_stream_writer()`` output: a ``working`` status update, not persisted."""

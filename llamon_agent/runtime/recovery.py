@@ -80,7 +80,7 @@ class LocalRecovery:
         interrupts: tuple[Any, ...] = ()
         stopped_between_steps = False
         if served is not None:
-            snapshot = await served.graph.aget_state(config_for(record.context_id))  # type: ignore[arg-type]
+            snapshot = await served.graph.aget_state(config_for(record.context_key))  # type: ignore[arg-type]
             interrupts = tuple(snapshot.interrupts)
             stopped_between_steps = bool(snapshot.next) and not interrupts
         if served is not None and stopped_between_steps:
@@ -120,9 +120,10 @@ class LocalRecovery:
                         status=messages.status("failed", note))
             if isinstance(found, StoredTask):  # keep what can still be read
                 task = found.task.model_copy(update={"status": task.status})
-            await self._publisher.save(
-                StoredTask(task=task, agent_id=found.agent_id, event_seq=found.event_seq + 1)
-            )
+            await self._publisher.save(StoredTask(
+                task=task, agent_id=found.agent_id, event_seq=found.event_seq + 1,
+                space=found.space,
+            ))
             self._publisher.discard(found.id)
         except Exception:
             log.exception("recovery: task %s could not be marked failed; skipped", found.id)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..a2a.types import Message, MessageSendParams
+from ..core.principal import ANONYMOUS
 from ..errors import (
     ContentTypeNotSupportedError,
     InvalidParamsError,
@@ -34,10 +35,13 @@ class Request:
     blocking: bool
     history_length: int | None
     language: str | None
+    #: the caller's space (core/principal.py): whose contexts and tasks the message may reach
+    space: str = ANONYMOUS
 
 
 def checked_request(
-    params: MessageSendParams, agent_ids: Collection[str], language: str | None = None
+    params: MessageSendParams, agent_ids: Collection[str], language: str | None = None,
+    space: str = ANONYMOUS,
 ) -> Request:
     message = params.message
     if message.role != "user":
@@ -61,4 +65,5 @@ def checked_request(
         blocking=config is None or config.blocking is not False,
         history_length=config.history_length if config is not None else None,
         language=language,
+        space=space,
     )

@@ -13,12 +13,15 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from ..a2a.types import RUNNING_STATES, TERMINAL_STATES, Message, Task
 from ..core.bounds import Limits
+from ..core.principal import context_key
 from ..errors import (
     InvalidParamsError,
     NoPendingReviewError,
+    QuotaExceededError,
     StaleAnswerError,
     TaskNotFoundError,
     UnsupportedOperationError,
@@ -32,7 +35,7 @@ from .collect import collect_answer
 from .live import LiveTurns
 from .requests import Request
 from .served import ServedAgent
-from .turn import Plan
+from .turn import Plan, config_for
 
 __all__ = ["Located", "Router"]
 
@@ -48,18 +51,19 @@ class Located:
 class Router:
     def __init__(
         self, served: Mapping[str, ServedAgent], default_agent: str, store: TaskStore,
-        live: LiveTurns, limits: Limits,
+        live: LiveTurns, limits: Limits, max_waiting: int | None = None,
     ) -> None:
         self._served = served
         self._default = default_agent
         self._store = store
         self._live = live
         self._limits = limits
+        self._max_waiting = max_waiting
 
     async def locate(self, request: Request) -> Located:
         message = request.message
         if message.task_id is not None:
-            found = await self._live.load(message.task_id)
+            found = await self._live.load(message.task_id, request.space)
             if found is None:
                 raise TaskNotFoundError(
                     f"Task {message.task_id} was specified but does not exist",
@@ -78,23 +82,36 @@ class Router:
             return Located(context_id)
         # looked at before the claim: a retry that arrives while its answer's turn still runs
         # is answered with the task as it stands, not "busy"
-        return Located(context_id, await self._replayed(message, context_id, bound))
+        return Located(context_id, await self._replayed(request, context_id, bound))
 
-    async def _replayed(self, message: Message, context_id: str, bound: str) -> StoredTask | None:
+    async def _replayed(self, request: Request, context_id: str, bound: str) -> StoredTask | None:
         """The task (live or stored) on which this very message already answered ``bound``."""
+        message, space = request.message, request.space
         task_id = message.task_id
         if task_id is None:
-            latest = await self._store.latest_in_context(context_id)
+            latest = await self._store.latest_in_context(context_key(space, context_id))
             task_id = latest.id if latest is not None else None
-        record = await self._live.load(task_id) if task_id is not None else None
+        record = await self._live.load(task_id, space) if task_id is not None else None
         if record is not None and answered_by(record, bound) == message.message_id:
             return record
         return None
 
+    async def context_agent(self, key: str) -> str | None:
+        latest = await self._store.latest_in_context(key)
+        return latest.agent_id if latest is not None else None
+
+    async def thread_values(self, key: str) -> dict[str, Any]:
+        owner = await self.context_agent(key)
+        served = self._served.get(owner) if owner is not None else None
+        if served is None:
+            return {}
+        snapshot = await served.graph.aget_state(config_for(key))  # type: ignore[arg-type]
+        return dict(snapshot.values) if isinstance(snapshot.values, dict) else {}
+
     async def plan(self, request: Request, context_id: str) -> Plan:
         """Called with the context claimed, so the tasks it reads cannot change meanwhile."""
         message, hint = request.message, request.agent_hint
-        latest = await self._store.latest_in_context(context_id)
+        latest = await self._store.latest_in_context(context_key(request.space, context_id))
         owner = latest.agent_id if latest is not None else None
         if hint is not None and owner is not None and hint != owner:
             raise InvalidParamsError(
@@ -107,24 +124,38 @@ class Router:
             raise InvalidParamsError(
                 f"Context {context_id} belongs to agent {agent_id!r}, which is not served here"
             )
-        target = await self._target(message, latest)
+        target = await self._target(message, latest, request.space)
         self._check_target(message, context_id, target, latest)
         if target is None:
             if carries_decisions(message):
                 raise NoPendingReviewError(catalog.text("no_pending_review", request.language))
-            return self._new_task(served, context_id, message)
+            await self._check_waiting_quota(request.space)
+            return self._new_task(served, context_id, message, request.space)
         return await collect_answer(
             served, target, message, language=request.language, limits=self._limits
         )
 
-    async def _target(self, message: Message, latest: StoredTask | None) -> StoredTask | None:
+    async def _target(
+        self, message: Message, latest: StoredTask | None, space: str
+    ) -> StoredTask | None:
         """The task the message is for: the one it names, else the context's open task."""
         if message.task_id is None:
             return latest if latest is not None and latest.state not in TERMINAL_STATES else None
         target = await self._store.get(message.task_id)
-        if target is None:  # stored a moment ago, or lost with a turn a restart dropped
+        if target is None or target.space != space:  # stored a moment ago, or lost with a
+            # turn a restart dropped
             raise TaskNotFoundError(data={"taskId": message.task_id})
         return target
+
+    async def _check_waiting_quota(self, space: str) -> None:
+        """A caller with ``max_waiting_tasks`` tasks waiting for input starts no more."""
+        maximum = self._max_waiting
+        if maximum is None or await self._store.count_in_state(space, "input-required") < maximum:
+            return
+        raise QuotaExceededError(
+            f"Quota exceeded: {maximum} tasks already wait for input; answer or cancel one",
+            what="tasks waiting for input", quota="max_waiting_tasks", maximum=maximum,
+        )
 
     @staticmethod
     def _check_target(
@@ -160,7 +191,7 @@ class Router:
             )
 
     @staticmethod
-    def _new_task(served: ServedAgent, context_id: str, message: Message) -> Plan:
+    def _new_task(served: ServedAgent, context_id: str, message: Message, space: str) -> Plan:
         task_id = str(uuid.uuid4())
         inbound = message.model_copy(update={"task_id": task_id, "context_id": context_id})
         record = StoredTask(
@@ -169,5 +200,6 @@ class Router:
                 history=[inbound],
             ),
             agent_id=served.agent.id,
+            space=space,
         )
         return Plan(record, served, graph_input(record, inbound, served.input_keys))

@@ -22,12 +22,14 @@ __all__ = ["ServedAgent", "checked_agents", "serve_agents"]
 @dataclass
 class ServedAgent:
     """An agent as this server runs it. ``context`` is the server's part of its runs'
-    ``RunContext`` (agent id, review port, children, db, limits); a turn adds the request's."""
+    ``RunContext`` (agent id, review port, db, limits); a turn adds the request's and the
+    children bound to its caller."""
 
     agent: Agent
     graph: Pregel[Any, Any, Any, Any]
     input_keys: frozenset[str] | None
     context: RunContext = field(default_factory=RunContext)
+    children: Children | None = None
 
 
 def checked_agents(agents: Sequence[Agent]) -> list[Agent]:
@@ -49,10 +51,9 @@ def serve_agents(
     ids = {agent.id for agent in agents}
     served: dict[str, ServedAgent] = {}
     for agent in agents:
+        context = RunContext(agent_id=agent.id, reviews=reviews, db=db, limits=limits)
         children = Children(agent, ids, send_local, cancel_local, http)
-        context = RunContext(agent_id=agent.id, reviews=reviews, children=children, db=db,
-                             limits=limits)
         served[agent.id] = ServedAgent(
-            agent, agent.compile(checkpointer), agent.input_keys(), context
+            agent, agent.compile(checkpointer), agent.input_keys(), context, children
         )
     return served

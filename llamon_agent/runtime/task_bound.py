@@ -55,7 +55,7 @@ async def check_task_bytes(record: StoredTask, limits: Limits, checkpointer: Any
                 "was stored; send a shorter message, or start a new task", limits)
     starts_task = record.event_seq == 0  # a new task has published nothing yet
     if starts_task and isinstance(checkpointer, SizedCheckpointer):
-        state = checkpointer.thread_bytes(record.context_id)
+        state = checkpointer.thread_bytes(record.context_key)
         if state > maximum:
             _refuse(record, f"The graph state of context {record.context_id} holds {state} bytes, "
                     f"over the limit of {maximum}: nothing was stored; start a new context",

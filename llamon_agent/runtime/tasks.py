@@ -28,24 +28,27 @@ import httpx
 from ..a2a.types import TERMINAL_STATES, MessageSendParams, Task
 from ..agent import Agent
 from ..core.bounds import Limits
-from ..core.ports import HumanReviewPort, Review
-from ..errors import TaskNotCancelableError, TaskNotFoundError, UnsupportedOperationError
+from ..core.ports import HumanReviewPort
+from ..core.principal import ANONYMOUS, context_key
+from ..errors import TaskNotCancelableError, TaskNotFoundError
 from ..stores.base import StoredTask
 from ..stores.storage import Storage
 from ..tool_review import catalog
-from .claims import ContextClaims, LocalClaims
+from .claims import Claim, ClaimTaken, ContextClaims, LocalClaims, busy_error
 from .events import Event, settled
 from .live import LiveTurns
 from .messages import response_copy
+from .observer import NO_OBSERVER, TaskObserver
 from .publisher import EventPublisher, LocalPublisher
 from .recovery import LocalRecovery, Recovery
 from .requests import checked_request
+from .resumer import Resumer
 from .review_decisions import ReviewDecisions
 from .router import Router
 from .run_settings import remember_reviews, run_settings
 from .served import ServedAgent, checked_agents, serve_agents
 from .task_bound import check_task_bytes
-from .turn import Plan, Turn, config_for
+from .turn import Plan, Turn
 from .worker import TurnWorker
 
 __all__ = ["TaskManager"]
@@ -63,6 +66,7 @@ class TaskManager:
         reviews: HumanReviewPort | None = None, review_wait: float = 5.0,
         limits: Limits | None = None, claims: ContextClaims | None = None,
         publisher: EventPublisher | None = None, recovery: Recovery | None = None,
+        observer: TaskObserver = NO_OBSERVER, max_waiting_tasks: int | None = None,
     ) -> None:
         self._agents = checked_agents(agents)
         self._storage = storage
@@ -73,14 +77,19 @@ class TaskManager:
         self._served: dict[str, ServedAgent] = {}
         self._live = LiveTurns(self._store)
         self._claims = claims or LocalClaims()
-        self._publisher = publisher or LocalPublisher(self._store, reviews)
+        self._publisher = publisher or LocalPublisher(self._store, reviews, observer=observer)
         self._recovery = recovery or LocalRecovery(self._store, self._served, self._publisher)
-        self._router = Router(self._served, self._agents[0].id, self._store, self._live, self._limits)
-        self._decisions = (
+        self._router = Router(self._served, self._agents[0].id, self._store, self._live,
+                              self._limits, max_waiting_tasks)
+        decisions = (
             ReviewDecisions(reviews, self._store, self._served, self._live) if reviews else None
         )
-        self._worker = TurnWorker(self._publisher, self._claims, self._live,
-                                  shutdown_grace=shutdown_grace, on_parked=self._apply_decided)
+        self._worker = TurnWorker(
+            self._publisher, self._claims, self._live, shutdown_grace=shutdown_grace,
+            on_parked=lambda record: self._resumer.apply_decided(record), observer=observer,
+        )
+        self._resumer = Resumer(self._claims, self._publisher, self._worker, decisions,
+                                self._recovery)
         self._stack = AsyncExitStack()
 
     @property
@@ -96,12 +105,13 @@ class TaskManager:
             self._served.update(serve_agents(
                 self._agents, self._storage.checkpointer, reviews=self._reviews,
                 db=self._storage.db, limits=self._limits, http=http,
-                send_local=self._send_child, cancel_local=self.cancel,
+                send_local=lambda params, space: self.send(params, space=space),
+                cancel_local=lambda task_id, space: self.cancel(task_id, space=space),
             ))
             await self._stack.enter_async_context(self._worker)
             if self._reviews is not None:
-                self._stack.callback(self._reviews.on_decision(self._on_review_decision))
-            await self._recover()
+                self._stack.callback(self._reviews.on_decision(self._resumer.on_review_decision))
+            await self._resumer.recover()
         except BaseException as exc:
             # handing ``exc`` to the stack makes the worker cancel the turns recovery started
             # (instead of awaiting them); the caller gets ``exc``
@@ -115,34 +125,41 @@ class TaskManager:
 
     # ------------------------------------------------------------------ reads
 
-    async def get_task(self, task_id: str, history_length: int | None = None) -> Task:
-        record = await self._live.load(task_id)
+    # Every call takes the caller's ``space`` (core/principal.py): another caller's task or
+    # context is exactly as unknown as one that does not exist.
+
+    async def get_task(
+        self, task_id: str, history_length: int | None = None, *, space: str = ANONYMOUS
+    ) -> Task:
+        return response_copy(await self._owned(task_id, space), history_length)
+
+    async def _owned(self, task_id: str, space: str) -> StoredTask:
+        record = await self._live.load(task_id, space)
         if record is None:
             raise TaskNotFoundError(data={"taskId": task_id})
-        return response_copy(record, history_length)
+        return record
 
-    async def context_agent(self, context_id: str) -> str | None:
+    async def context_agent(self, context_id: str, *, space: str = ANONYMOUS) -> str | None:
         """The agent a context belongs to (``None`` for a context without tasks)."""
-        latest = await self._store.latest_in_context(context_id)
-        return latest.agent_id if latest is not None else None
+        return await self._router.context_agent(context_key(space, context_id))
 
-    async def thread_values(self, context_id: str) -> dict[str, Any]:
+    async def thread_values(self, context_id: str, *, space: str = ANONYMOUS) -> dict[str, Any]:
         """The graph state of a context's thread as its last checkpoint holds it."""
-        owner = await self.context_agent(context_id)
-        served = self._served.get(owner) if owner is not None else None
-        if served is None:
-            return {}
-        snapshot = await served.graph.aget_state(config_for(context_id))  # type: ignore[arg-type]
-        return dict(snapshot.values) if isinstance(snapshot.values, dict) else {}
+        return await self._router.thread_values(context_key(space, context_id))
 
-    async def resubscribe(self, task_id: str, last_event_id: int | None) -> AsyncIterator[Event]:
+    async def resubscribe(
+        self, task_id: str, last_event_id: int | None, *, space: str = ANONYMOUS
+    ) -> AsyncIterator[Event]:
+        await self._owned(task_id, space)
         return await self._publisher.resubscribe(task_id, last_event_id)
 
     # ------------------------------------------------------------------ send / stream
 
-    async def send(self, params: MessageSendParams, *, language: str | None = None) -> Task:
+    async def send(
+        self, params: MessageSendParams, *, language: str | None = None, space: str = ANONYMOUS
+    ) -> Task:
         """``language`` is the request's (``Accept-Language``); review texts use it."""
-        turn = await self._begin(params, language=language)
+        turn = await self._begin(params, language=language, space=space)
         history_length = params.configuration.history_length if params.configuration else None
         if isinstance(turn, StoredTask):  # a retry of an answer already taken
             return response_copy(turn, history_length)
@@ -150,29 +167,30 @@ class TaskManager:
             await turn.done.wait()
             if turn.parked:  # waiting for a reviewer: wait a bounded time for the end
                 await settled(turn.log, self._review_wait)
-                record = await self._live.load(turn.record.id) or turn.record
+                record = await self._live.load(turn.record.id, space) or turn.record
                 return response_copy(record, history_length)
         return response_copy(turn.record, history_length)
 
     async def stream(
-        self, params: MessageSendParams, *, language: str | None = None
+        self, params: MessageSendParams, *, language: str | None = None, space: str = ANONYMOUS
     ) -> AsyncIterator[Event]:
         """Validates and starts the turn before returning; the iterator only delivers events."""
-        turn = await self._begin(params, subscribe=True, language=language)
+        turn = await self._begin(params, subscribe=True, language=language, space=space)
         if isinstance(turn, StoredTask):  # a retry of an answer already taken: the task as is
-            return await self.resubscribe(turn.id, None)
+            return await self.resubscribe(turn.id, None, space=space)
         assert turn.subscription is not None
         return turn.subscription.__aiter__()
 
     async def _begin(
-        self, params: MessageSendParams, *, subscribe: bool = False, language: str | None = None
+        self, params: MessageSendParams, *, subscribe: bool = False, language: str | None,
+        space: str,
     ) -> Turn | StoredTask:
         """The turn the message starts, or the task it already answered (a retry)."""
-        request = checked_request(params, self._served, language)
+        request = checked_request(params, self._served, language, space)
         located = await self._router.locate(request)
         if located.replayed is not None:
             return located.replayed
-        claim = await self._claims.acquire(located.context_id)
+        claim = await self._claim(context_key(space, located.context_id), located.context_id)
         try:
             plan = await self._router.plan(request, located.context_id)
             await check_task_bytes(plan.record, self._limits, self._storage.checkpointer)
@@ -188,15 +206,16 @@ class TaskManager:
         await self._worker.start(turn)
         return turn
 
-    async def _send_child(self, params: MessageSendParams) -> Task:
-        return await self.send(params)
+    async def _claim(self, key: str, context_id: str) -> Claim:
+        try:
+            return await self._claims.acquire(key)
+        except ClaimTaken as taken:  # told with the client's own context id, never the key
+            raise busy_error(context_id, taken.task_id) from None
 
     # ------------------------------------------------------------------ cancel
 
-    async def cancel(self, task_id: str) -> Task:
-        record = await self._live.load(task_id)
-        if record is None:
-            raise TaskNotFoundError(data={"taskId": task_id})
+    async def cancel(self, task_id: str, *, space: str = ANONYMOUS) -> Task:
+        record = await self._owned(task_id, space)
         stopped = await self._worker.cancel(task_id)
         if stopped is not None:
             if stopped.record.state != "canceled":
@@ -206,45 +225,7 @@ class TaskManager:
             return response_copy(stopped.record)
         if record.state in TERMINAL_STATES:
             raise TaskNotCancelableError(data={"taskId": task_id, "state": record.state})
-        claim = await self._claims.acquire(record.context_id)  # routing, or a turn that asks
+        claim = await self._claim(record.context_key, record.context_id)  # routing, or asking
         served = self._served.get(record.agent_id) or next(iter(self._served.values()))
         await self._worker.report(Plan(record, served, runs=False), claim, "canceled")
         return response_copy(record)
-
-    # ------------------------------------------------------------------ plans from elsewhere
-
-    async def _start_plan(self, plan: Plan) -> None:
-        """Claim the context of a plan no request waits for (a decision, a recovered run) and
-        start it; a context busy meanwhile keeps its task as it is."""
-        record = plan.record
-        try:
-            claim = await self._claims.acquire(record.context_id)
-        except UnsupportedOperationError:
-            log.warning("task %s not resumed: its context is busy", record.id)
-            return
-        events = self._publisher.open(record.id, record.event_seq)
-        await self._worker.start(Turn.of(plan, events, claim, blocking=False))
-
-    async def _on_review_decision(self, review: Review) -> None:
-        """A reviewer decided through the port: resume the task that waits for it."""
-        plan = await self._decisions.plan_for(review) if self._decisions else None
-        if plan is not None:
-            await self._start_plan(plan)
-
-    async def _apply_decided(self, record: StoredTask) -> None:
-        """A task parked for a reviewer whose decision the port already has: apply it."""
-        review = await self._decisions.decided_review(record) if self._decisions else None
-        if review is not None:
-            await self._on_review_decision(review)
-
-    async def _recover(self) -> None:
-        recovered = await self._recovery.recover()
-        for plan in recovered.resume:
-            try:
-                await self._start_plan(plan)
-            except Exception as exc:  # one bad task never stops the server from starting
-                log.exception("recovery: task %s could not be resumed", plan.record.id)
-                await self._recovery.fail(plan.record, f"it could not be recovered ({exc})")
-        for record in recovered.parked:
-            await self._apply_decided(record)
-

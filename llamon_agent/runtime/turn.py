@@ -11,6 +11,7 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..core.principal import principal_of_space, space_of
 from ..core.run_context import RunContext, with_run_context
 from ..stores.base import StoredTask
 from .claims import Claim
@@ -51,6 +52,7 @@ class Turn:
     subscription: Subscription | None = None
     parked: bool = False  # the turn ended waiting for a reviewer (task stays ``working``)
     settings: RunContext | None = None  # the request's part of the runs' context
+    observed: str | None = None  # the last state the observer was told of
 
     @classmethod
     def of(cls, plan: Plan, log: EventLog, claim: Claim | None, *, blocking: bool = True) -> Turn:
@@ -64,15 +66,19 @@ class Turn:
     def run_context(self) -> RunContext:
         """The context of this turn's run: the server's part, the request's, the task id."""
         settings = self.settings or run_settings(self.record)
+        principal = principal_of_space(self.record.space)
+        children = self.served.children
         return RunContext(
             language=settings.language,
             interrupt_on=settings.interrupt_on,
             task_id=self.record.id,
             agent_id=self.served.agent.id,
             reviews=self.served.context.reviews,
-            children=self.served.context.children,
+            children=children.bound(space_of(principal, internal=True)) if children else None,
             db=self.served.context.db,
             limits=self.served.context.limits,
+            principal=principal,
+            context_id=self.record.context_id,
         )
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from types import TracebackType
@@ -28,6 +29,7 @@ from ..stores.base import StoredTask
 from .claims import Claim, ContextClaims
 from .ending import Ending, ending_of, failure_message, rejection_message
 from .live import LiveTurns
+from .observer import NO_OBSERVER, TaskObserver, notify_resumed, notify_turn_ended
 from .publisher import EventPublisher
 from .runner import run_turn
 from .turn import Plan, Turn, config_for
@@ -46,7 +48,9 @@ class TurnWorker:
     def __init__(
         self, publisher: EventPublisher, claims: ContextClaims, live: LiveTurns, *,
         shutdown_grace: float = 10.0, on_parked: Parked | None = None,
+        observer: TaskObserver = NO_OBSERVER,
     ) -> None:
+        self._observer = observer
         self._publisher = publisher
         self._claims = claims
         self._live = live
@@ -92,6 +96,8 @@ class TurnWorker:
         if self._group is None:
             await self.finish(turn)
             raise RuntimeError("the turn worker is not running (use it as an async context)")
+        if not isinstance(turn.graph_input, dict):  # a resume, or a run continued
+            notify_resumed(self._observer, turn.record)
         turn.runner = self._group.create_task(self._run(turn))
 
     async def finish(self, turn: Turn) -> None:
@@ -126,7 +132,9 @@ class TurnWorker:
         record = turn.record
         try:
             await self._publisher.set_status(turn, "working", save=False)
+            started = time.monotonic()
             await self._publisher.end(turn, await self._ending(turn))
+            notify_turn_ended(self._observer, record, time.monotonic() - started)
         except asyncio.CancelledError:
             # shutdown: store the turn as running so that the next start recovers it
             log.warning("task %s stopped by shutdown; it is recovered at the next start", record.id)
@@ -145,7 +153,7 @@ class TurnWorker:
             outcome = await run_turn(
                 turn.served.graph,
                 turn.graph_input,
-                config_for(record.context_id, turn.run_context()),
+                config_for(record.context_key, turn.run_context()),
                 durability=turn.served.agent.durability,
                 on_progress=lambda chunk: self._publisher.progress(turn, chunk),
             )

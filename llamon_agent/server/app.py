@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import AbstractContextManager, asynccontextmanager
 from typing import Any
 
 import anyio
@@ -20,9 +20,11 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from ..agent import Agent
+from ..auth import JWTSettings, Verifier
 from ..core.bounds import Limits
 from ..core.ports import HumanReviewPort
-from ..errors import A2AError, InternalError, PayloadTooLargeError
+from ..core.principal import space_of
+from ..errors import A2AError, InternalError, PayloadTooLargeError, QuotaExceededError
 from ..human_review.port import InMemoryReviewPort
 from ..runtime.events import Event
 from ..runtime.tasks import TaskManager
@@ -31,10 +33,22 @@ from ..stores.base import TaskStore
 from ..stores.storage import Storage, open_storage
 from ..tool_review.catalog import language_of
 from . import jsonrpc
+from .access import Access
 from .body import read_body
-from .card import CardSource, build_card, load_card
+from .card import CardSource, load_card
+from .extended_card import METHOD as EXTENDED_CARD
 from .guard import ErrorGuard
+from .health import health_routes, serving
 from .human_review_rest import review_routes
+from .landing import landing_page
+from .metrics import Metrics, metrics_route
+from .principal import principal_of
+from .quotas import Quotas
+from .rate_limit import RateLimit, TokenBuckets
+from .request_events import RequestEvents, note_error, note_method, subscribed
+from .startup import log_startup, startup_lines
+from .stream_quota import StreamQuota
+from .task_events import TaskEvents
 from .tool_review_rest import default_chat_agent, hitl_routes
 
 __all__ = ["DEFAULT_DB", "create_app"]  # DEFAULT_DB: from settings, kept here for importers
@@ -67,6 +81,13 @@ def create_app(
     reviewer_token: str | None = None,
     review_wait: float = 5.0,
     settings: Settings | None = None,
+    quotas: Quotas | None = None,
+    api_keys: Mapping[str, str] | None = None,
+    jwt: JWTSettings | None = None,
+    auth: Verifier | None = None,
+    extended_card: CardSource = None,
+    reviewer_tokens: Mapping[str, str] | None = None,
+    metrics_token: str | None = None,
 ) -> Starlette:
     """Serve ``agents`` (the first is the default) on one JSON-RPC endpoint at ``/``.
 
@@ -91,6 +112,26 @@ def create_app(
     A blocking ``message/send`` whose task waits for a reviewer returns after ``review_wait``
     seconds with the task ``working``.
 
+    ``quotas`` (``Quotas``, default from ``settings``: all off) bounds what one principal may
+    use: requests per second (HTTP 429 with ``Retry-After``), open streams and tasks waiting for
+    input (``-32004`` naming the quota); docs/operations.md, "Quotas".
+
+    Authentication (docs/operations.md, "Authentication") of ``POST /`` and ``/hitl/*``:
+    ``api_keys`` (principal -> key; default ``$LLAMON_API_KEYS``), sent as ``X-API-Key`` or
+    ``Authorization: Bearer``; ``jwt`` (``JWTSettings``; default ``$LLAMON_JWT_JWKS_URL``,
+    ``$LLAMON_JWT_ISSUER``, ``$LLAMON_JWT_AUDIENCE``; needs the extra ``jwt``), the principal
+    is the token's ``sub``; ``auth``, an async callable taking the request headers and
+    returning a ``Principal`` or ``None``. Tried in that order; none configured: every caller is
+    ``anonymous``. ``extended_card`` (a file or mapping, like ``card``) is served by
+    ``agent/getAuthenticatedExtendedCard`` and needs authentication. Named reviewers:
+    ``reviewer_tokens`` (name -> token; default ``$LLAMON_REVIEWER_TOKENS``) beside
+    ``reviewer_token`` (the reviewer ``reviewer``); every decision records its reviewer.
+
+    Operations (docs/operations.md, "Logs", "Metrics", "Health"): a log line per request and
+    per task state change; Prometheus metrics at ``GET /metrics`` (public, or only with
+    ``Authorization: Bearer <metrics_token>``; default ``$LLAMON_METRICS_TOKEN``); ``GET
+    /healthz`` and ``GET /readyz``; ``GET /`` describes the server to a browser or a program.
+
     ``settings`` supplies what the arguments leave unset (default ``Settings.from_env()``,
     read once here).
     """
@@ -102,16 +143,36 @@ def create_app(
     card_template = load_card(card, agents)
     settings = settings or Settings.from_env()  # what the arguments leave unset
     limits = limits or Limits()
+    quotas = quotas or Quotas.from_settings(settings)
+    streams = StreamQuota(quotas.max_streams)
+    access = Access.configure(
+        settings, agents, api_keys=api_keys, jwt=jwt, auth=auth, extended_card=extended_card,
+        reviewer_token=reviewer_token, reviewer_tokens=reviewer_tokens,
+    )
     if chat_agent is not None and chat_agent not in {a.id for a in agents}:
         raise ValueError(f"chat_agent {chat_agent!r} is not one of the served agents")
+    metrics_token = metrics_token or settings.metrics_token
+    metrics = Metrics(a.id for a in agents)  # a registry of its own: tests make many apps
+    task_events = TaskEvents(metrics)
+
+    def started(app: Starlette, tasks: TaskStore, database: str) -> AbstractContextManager[None]:
+        log_startup(startup_lines(
+            agents=agents, database=database,
+            auth_mode=access.mode or "none: every caller is the principal anonymous",
+            reviewers=bool(access.reviewers), metrics_token=metrics_token is not None,
+            public_url=public_url,
+        ))
+        return serving(app.state, tasks)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        await access.start(app)
         if task_store is not None and checkpointer is not None:
             given = Storage(task_store, checkpointer, reviews or InMemoryReviewPort())
             async with _manager(given) as manager:
                 app.state.manager, app.state.reviews = manager, given.reviews
-                yield
+                with started(app, given.tasks, "a store given in code (task_store=...)"):
+                    yield
             return
         async with (
             open_storage(db or settings.db) as storage,
@@ -119,56 +180,100 @@ def create_app(
         ):
             app.state.manager = manager
             app.state.reviews = reviews or storage.reviews
-            yield
+            with started(app, storage.tasks, db or settings.db):
+                yield
 
     def _manager(storage: Storage) -> TaskManager:
         return TaskManager(
             agents, storage, shutdown_grace=shutdown_grace,
             reviews=reviews or storage.reviews, review_wait=review_wait, limits=limits,
+            observer=task_events, max_waiting_tasks=quotas.max_waiting_tasks,
         )
 
     async def agent_card(request: Request) -> Response:
         url = public_url or _local_url(request)
-        return _json(orjson.dumps(build_card(card_template, url)))
+        return _json(orjson.dumps(access.card(card_template, url)))
 
     async def rpc(request: Request) -> Response:
         manager: TaskManager = request.app.state.manager
         try:  # the whole body, before any streaming response starts
             body = await read_body(request, limits.max_body_bytes)
         except PayloadTooLargeError as exc:
+            note_error(request.scope, exc.code)
             return _json(jsonrpc.error_body(exc, None), headers=_CLOSE)
         try:
             call = jsonrpc.parse(body, limits)
         except jsonrpc.EnvelopeError as exc:
+            note_error(request.scope, exc.error.code)
             return _json(jsonrpc.error_body(exc.error, exc.request_id))
+        note_method(request.scope, call.method)
+        if call.method == EXTENDED_CARD:  # the server's card, not the runtime's business
+            try:
+                card = access.extended_card(principal_of(request.scope),
+                                            public_url or _local_url(request))
+            except A2AError as exc:
+                note_error(request.scope, exc.code)
+                return _json(jsonrpc.error_body(exc, call.id))
+            return _json(jsonrpc.success_body(card, call.id))
         language = language_of(request.headers.get("accept-language"))
         if call.method in jsonrpc.STREAMING_METHODS:
-            return await _stream(manager, call, request, shutdown_grace, language)
+            try:  # the open-streams quota: refused before anything is opened or stored
+                return await streams.hold(principal_of(request.scope), lambda: _stream(
+                    manager, call, request, shutdown_grace, language))
+            except QuotaExceededError as exc:
+                note_error(request.scope, exc.code)
+                return _sse(_one(jsonrpc.error_body(exc, call.id)), shutdown_grace)
+        space = space_of(principal_of(request.scope).name)
         try:
-            result = await jsonrpc.dispatch(manager, call, language=language)
+            result = await jsonrpc.dispatch(manager, call, language=language, space=space)
         except A2AError as exc:
+            note_error(request.scope, exc.code)
             return _json(jsonrpc.error_body(exc, call.id))
         except Exception:
             log.exception("internal error in %s", call.method)
+            note_error(request.scope, InternalError.code)
             return _json(jsonrpc.error_body(InternalError(), call.id))
         return _json(jsonrpc.success_body(result, call.id))
 
+    landing = landing_page(card_template, agents, metrics_token=metrics_token is not None)
+
+    async def root(request: Request) -> Response:
+        """``POST /`` is JSON-RPC; ``GET /`` (and ``HEAD``) the landing page. One route, so an
+        other method is a 405 that allows both."""
+        return await (rpc(request) if request.method == "POST" else landing(request))
+
     routes = [
-        Route("/", rpc, methods=["POST"]),
+        Route("/", root, methods=["GET", "POST"]),
         Route("/.well-known/agent-card.json", agent_card, methods=["GET"]),
         Route("/.well-known/agent.json", agent_card, methods=["GET"]),
         *hitl_routes(chat_agent or default_chat_agent(agents), limits),
-        *review_routes(reviewer_token or settings.reviewer_token, limits),
+        *review_routes(access.reviewers, limits),
+        *health_routes(),
+        metrics_route(metrics, metrics_token),
     ]
-    return Starlette(routes=routes, lifespan=lifespan, middleware=[Middleware(ErrorGuard)],
-                     exception_handlers={HTTPException: _http_error})
+    metrics.name_routes(routes)
+    middleware = [  # the request log and metrics first: they see every answer and its time
+        Middleware(RequestEvents, metrics=metrics, routes=routes),
+        Middleware(ErrorGuard), *access.middleware(),
+    ]
+    if quotas.requests_per_second is not None:  # after authentication: it sees the principal
+        buckets = TokenBuckets(quotas.requests_per_second, quotas.bucket_size)
+        middleware.append(Middleware(RateLimit, buckets=buckets))
+    app = Starlette(routes=routes, lifespan=lifespan, middleware=middleware,
+                    exception_handlers={HTTPException: _http_error})
+    app.state.authentication = access.mode  # read by the CLI (server/exposure.py) and the logs
+    app.state.logs_requests = True  # the CLI turns uvicorn's access log off (request_events.py)
+    return app
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:
     """Starlette's own 404 / 405 (an unknown path or method) as JSON, like every other answer."""
     assert isinstance(exc, HTTPException)
+    headers = dict(exc.headers or {})
+    if "Allow" in headers:  # Starlette joins a set: the same order on every answer
+        headers["Allow"] = ", ".join(sorted(m.strip() for m in headers["Allow"].split(",")))
     return Response(orjson.dumps({"detail": exc.detail}), status_code=exc.status_code,
-                    media_type=_JSON, headers=exc.headers)
+                    media_type=_JSON, headers=headers)
 
 
 def _local_url(request: Request) -> str:
@@ -198,15 +303,19 @@ async def _stream(
 ) -> Response:
     try:
         events = await jsonrpc.open_stream(
-            manager, call, _last_event_id(request), language=language
+            manager, call, _last_event_id(request), language=language,
+            space=space_of(principal_of(request.scope).name),
         )
     except A2AError as exc:
+        note_error(request.scope, exc.code)
         return _sse(_one(jsonrpc.error_body(exc, call.id)), grace)
     except Exception:
         log.exception("internal error opening %s", call.method)
+        note_error(request.scope, InternalError.code)
         return _sse(_one(jsonrpc.error_body(InternalError(), call.id)), grace)
     shutdown = anyio.Event()
-    return _sse(_frames(_drain(events, shutdown, grace * 0.8), call.id), grace, shutdown)
+    frames = _frames(_drain(events, shutdown, grace * 0.8), call.id)
+    return _sse(subscribed(request.scope, frames), grace, shutdown)
 
 
 def _sse(

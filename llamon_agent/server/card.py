@@ -1,7 +1,8 @@
 """The agent card: loaded from a file or built from the agents, then made truthful.
 
-Whatever the file says, ``url``, ``protocolVersion``, ``preferredTransport`` and the
-capabilities are set to what this server really does.
+Whatever the file says, ``url``, ``protocolVersion``, ``preferredTransport``, the
+capabilities, ``supportsAuthenticatedExtendedCard`` and the security schemes the server enforces
+(``auth/schemes.py``) are set to what this server really does.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 import orjson
 
 from ..agent import Agent
+from ..auth import Authenticator, card_security
 from ..runtime.requests import OUTPUT_MODES
 
 __all__ = ["CardSource", "build_card", "load_card"]
@@ -41,7 +43,12 @@ def load_card(source: CardSource, agents: Sequence[Agent]) -> dict[str, Any]:
     return card
 
 
-def build_card(template: Mapping[str, Any], url: str) -> dict[str, Any]:
+def build_card(
+    template: Mapping[str, Any], url: str, *, auth: Authenticator | None = None,
+    extended: bool = False,
+) -> dict[str, Any]:
+    """The card served: ``auth`` adds the schemes callers authenticate with; ``extended``
+    says an extended card awaits authenticated callers."""
     card = dict(template)
     card["url"] = url
     card["protocolVersion"] = PROTOCOL_VERSION
@@ -52,7 +59,13 @@ def build_card(template: Mapping[str, Any], url: str) -> dict[str, Any]:
         "pushNotifications": False,
         "stateTransitionHistory": False,
     }
-    card["supportsAuthenticatedExtendedCard"] = False
+    card["supportsAuthenticatedExtendedCard"] = extended
+    schemes, security = card_security(template, auth)
+    for key, value in (("securitySchemes", schemes), ("security", security)):
+        if value:
+            card[key] = value
+        else:
+            card.pop(key, None)
     card.setdefault("version", "1.0.0")
     card.setdefault("defaultInputModes", list(OUTPUT_MODES))
     card.setdefault("defaultOutputModes", list(OUTPUT_MODES))

@@ -4,13 +4,14 @@
 ``{"type": "approve" | "edit" | "reject", "edited": <answer>?, "message": str?}``. A review
 whose task ended (completed, canceled, rejected, failed) before a decision is ``closed``
 (``GET /reviews/{id}`` shows when and why); deciding it, or deciding twice, is 409. Secure by
-default: with no token configured (``LLAMON_REVIEWER_TOKEN``) every endpoint answers 403; a
-missing or wrong token is 401.
+default: with no token configured (``LLAMON_REVIEWER_TOKEN``, ``LLAMON_REVIEWER_TOKENS``) every
+endpoint answers 403; a missing or wrong token is 401. Reviewers have names (the single token is
+the reviewer ``reviewer``); a decision records its reviewer (``decidedBy``) and time
+(``decided``).
 """
 
 from __future__ import annotations
 
-import hmac
 from typing import Any, Literal
 
 import orjson
@@ -19,6 +20,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from ..auth import KeyTable, bearer_of
 from ..core.bounds import Limits, check_text, check_value
 from ..core.ports import Decision, HumanReviewPort, ReviewClosedError, ReviewNotFoundError
 from .rest_edge import read_model
@@ -50,31 +52,34 @@ def _json(body: Any, status: int = 200, headers: dict[str, str] | None = None) -
                     headers=headers)
 
 
-def review_routes(token: str | None, limits: Limits | None = None) -> list[Route]:
-    """The routes; the port is the one the app's lifespan opened (``app.state.reviews``)."""
+def review_routes(reviewers: KeyTable, limits: Limits | None = None) -> list[Route]:
+    """The routes; the port is the one the app's lifespan opened (``app.state.reviews``);
+    ``reviewers`` maps each reviewer's name to their token."""
 
     limits = limits or Limits()
 
     def port_of(request: Request) -> HumanReviewPort:
         return request.app.state.reviews
 
-    def refused(request: Request) -> Response | None:
-        if not token:
+    def reviewer(request: Request) -> str | Response:
+        """The reviewer's name, or the refusal."""
+        if not reviewers:
             return _json({"detail": "reviewer endpoints are disabled: no reviewer token is "
                                     "configured (LLAMON_REVIEWER_TOKEN)"}, 403)
-        scheme, _, given = request.headers.get("authorization", "").partition(" ")
-        if scheme.lower() != "bearer" or not hmac.compare_digest(given.encode(), token.encode()):
+        given = bearer_of(request.headers.get("authorization"))
+        name = reviewers.match(given) if given is not None else None
+        if name is None:
             return _json({"detail": "a valid reviewer bearer token is required"}, 401,
                          {"WWW-Authenticate": 'Bearer realm="llamon-reviewers"'})
-        return None
+        return name
 
     async def pending(request: Request) -> Response:
-        if (denied := refused(request)) is not None:
+        if isinstance(denied := reviewer(request), Response):
             return denied
         return _json({"reviews": [r.to_json() for r in await port_of(request).pending()]})
 
     async def one(request: Request) -> Response:
-        if (denied := refused(request)) is not None:
+        if isinstance(denied := reviewer(request), Response):
             return denied
         try:
             review = await port_of(request).get(request.path_params["review_id"])
@@ -83,12 +88,12 @@ def review_routes(token: str | None, limits: Limits | None = None) -> list[Route
         return _json(review.to_json())
 
     async def decide(request: Request) -> Response:
-        if (denied := refused(request)) is not None:
-            return denied
+        if isinstance(name := reviewer(request), Response):
+            return name
         body = await read_model(request, DecisionBody, limits)
         if isinstance(body, Response):
             return body
-        decision = Decision(type=body.type, edited=body.edited, message=body.message)
+        decision = Decision(type=body.type, edited=body.edited, message=body.message, by=name)
         try:
             review = await port_of(request).decide(request.path_params["review_id"], decision)
         except ReviewNotFoundError:

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ValidationError
 from ..a2a.types import MessageSendParams, TaskIdParams, TaskQueryParams, WireModel
 from ..core import bounds
 from ..core.bounds import Limits
+from ..core.principal import ANONYMOUS
 from ..errors import (
     A2AError,
     AuthenticatedExtendedCardNotConfiguredError,
@@ -142,19 +143,26 @@ def parse(body: bytes, limits: Limits) -> Request:
     return Request(answer_id, method, typed)
 
 
-Handler = Callable[[TaskManager, Any, str | None], Awaitable[Any]]
+# (manager, params, language, the caller's space): core/principal.py
+Handler = Callable[[TaskManager, Any, str | None, str], Awaitable[Any]]
 
 
-async def _send(manager: TaskManager, params: MessageSendParams, language: str | None) -> Any:
-    return await manager.send(params, language=language)
+async def _send(
+    manager: TaskManager, params: MessageSendParams, language: str | None, space: str
+) -> Any:
+    return await manager.send(params, language=language, space=space)
 
 
-async def _get(manager: TaskManager, params: TaskQueryParams, language: str | None) -> Any:
-    return await manager.get_task(params.id, params.history_length)
+async def _get(
+    manager: TaskManager, params: TaskQueryParams, language: str | None, space: str
+) -> Any:
+    return await manager.get_task(params.id, params.history_length, space=space)
 
 
-async def _cancel(manager: TaskManager, params: TaskIdParams, language: str | None) -> Any:
-    return await manager.cancel(params.id)
+async def _cancel(
+    manager: TaskManager, params: TaskIdParams, language: str | None, space: str
+) -> Any:
+    return await manager.cancel(params.id, space=space)
 
 
 _HANDLERS: dict[str, Handler] = {
@@ -164,20 +172,23 @@ _HANDLERS: dict[str, Handler] = {
 }
 
 
-async def dispatch(manager: TaskManager, request: Request, *, language: str | None = None) -> Any:
+async def dispatch(
+    manager: TaskManager, request: Request, *, language: str | None = None,
+    space: str = ANONYMOUS,
+) -> Any:
     """Run a non-streaming method; A2A errors propagate to the caller's envelope.
     ``language`` is the request's (``Accept-Language``), for the texts of tool reviews."""
     if request.method in _PUSH_METHODS:
         raise PushNotificationNotSupportedError()
     if request.method == "agent/getAuthenticatedExtendedCard":
         raise AuthenticatedExtendedCardNotConfiguredError()
-    return await _HANDLERS[request.method](manager, request.params, language)
+    return await _HANDLERS[request.method](manager, request.params, language, space)
 
 
 async def open_stream(
     manager: TaskManager, request: Request, last_event_id: int | None,
-    *, language: str | None = None,
+    *, language: str | None = None, space: str = ANONYMOUS,
 ) -> AsyncIterator[Event]:
     if request.method == "message/stream":
-        return await manager.stream(request.params, language=language)
-    return await manager.resubscribe(request.params.id, last_event_id)
+        return await manager.stream(request.params, language=language, space=space)
+    return await manager.resubscribe(request.params.id, last_event_id, space=space)

@@ -85,6 +85,6 @@ async def read_model(request: Request, model: type[Model], limits: Limits) -> Mo
     if check is not None:
         try:
             check(limits)
-        except LimitExceededError as exc:
+        except A2AError as exc:  # a limit, or an id with a control character
             return error_response(exc)
     return body

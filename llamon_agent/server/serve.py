@@ -44,6 +44,7 @@ import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from ..errors import StorageInUseError
+from .logs import configure_logging
 
 __all__ = [
     "DEFAULT_KEEP_ALIVE",
@@ -85,6 +86,10 @@ class ServeOptions:
     max_connections: int = DEFAULT_MAX_CONNECTIONS
     #: seconds open responses get at shutdown before connections are closed
     graceful_shutdown: int = 10
+    #: ``text`` or ``json``, for every line of the process (``server/logs.py``)
+    log_format: str = "text"
+    #: uvicorn's access log; off for an app that logs its requests (``create_app``'s)
+    access_log: bool = True
 
     def __post_init__(self) -> None:
         if not self.request_timeout > 0 or self.keep_alive < 1 or self.max_connections < 1:
@@ -94,11 +99,16 @@ class ServeOptions:
 def serve(app: ASGIApp, options: ServeOptions) -> None:
     """Serve ``app`` until SIGINT/SIGTERM. Exits with status 3 (uvicorn's startup failure) when
     the port is taken, before the app starts, or when the app's startup fails."""
+    configure_logging(options.log_format, options.log_level)
     config = uvicorn.Config(
         _clear_startup_errors(app),
         host=options.host,
         port=options.port,
         log_level=options.log_level,
+        # uvicorn's loggers propagate to the root logger configure_logging set up, so its
+        # lines have the same format as the server's
+        log_config=None,
+        access_log=options.access_log,
         http=_bounded_protocol(options.request_timeout, options.max_connections),
         # The request timer lives on the h11 protocol; a connection upgraded to a WebSocket
         # would leave it behind (and be cut by it). The apps served here have no WebSockets.

@@ -36,9 +36,11 @@ from starlette.routing import Route
 from ..agent import Agent
 from ..core.bounds import Limits, check_id, check_text, check_value
 from ..core.hitl import MAX_INTERRUPT_ID
+from ..core.principal import space_of
 from ..errors import A2AError, LimitExceededError
 from ..tool_review.catalog import language_of
 from ..tool_review.chat import ReviewedChatUseCase
+from .principal import principal_of
 from .rest_edge import error_response, json_response, read_model
 
 __all__ = [
@@ -211,7 +213,8 @@ def hitl_routes(chat_agent: str, limits: Limits | None = None) -> list[Route]:
     limits = limits or Limits()
 
     def use_case(request: Request) -> ReviewedChatUseCase:
-        return ReviewedChatUseCase(request.app.state.manager, chat_agent)
+        space = space_of(principal_of(request.scope).name)
+        return ReviewedChatUseCase(request.app.state.manager, chat_agent, space=space)
 
     async def chat(request: Request) -> Response:
         body = await read_model(request, ChatRequest, limits)

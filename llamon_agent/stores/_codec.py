@@ -5,7 +5,8 @@ A row that cannot be decoded (written by a bug, edited by hand, cut short on dis
 answers a clear error, and recovery fails or skips it and goes on with the others.
 
 The server-side facts of a task (``StoredTask.pending``, ``collected``, ``answered``,
-``added_reviews``) are one JSON object in the ``extra`` column. Version 2 writes
+``added_reviews``, and ``space``, the owner's, absent for ``anonymous``) are one JSON object in
+the ``extra`` column. Version 2 writes
 ``{"v": 2, ...}`` with the field names; a row without ``"v"`` was written by the release before
 typed fields (keys ``pending``, ``collected_answers``, ``answered``, ``interrupt_on``) and is read
 as such, so an old database needs no migration step: a row is rewritten in version 2 the next
@@ -20,6 +21,7 @@ import orjson
 from pydantic import ValidationError
 
 from ..a2a.types import Task
+from ..core.principal import ANONYMOUS
 from ..errors import UnreadableTaskError
 from .base import Pending, StoredTask
 
@@ -41,6 +43,8 @@ def encode_extra(record: StoredTask) -> bytes:
     for name in ("collected", "answered", "added_reviews"):
         if value := getattr(record, name):
             facts[name] = value
+    if record.space != ANONYMOUS:
+        facts["space"] = record.space
     return orjson.dumps(facts)
 
 
@@ -66,6 +70,10 @@ def _facts(extra: Any) -> dict[str, Any]:
         facts[name] = value
     if not all(isinstance(v, str) for v in facts["answered"].values()):
         raise ValueError("extra.answered maps an interrupt to a non-string")
+    space = extra.get("space", ANONYMOUS)  # rows from before authentication: anonymous
+    if not isinstance(space, str) or not space:
+        raise ValueError("extra.space is not a non-empty string")
+    facts["space"] = space
     return facts
 
 

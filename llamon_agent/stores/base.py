@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..a2a.types import Task
+from ..core.principal import ANONYMOUS, context_key, split_key
 
 __all__ = ["Pending", "StoredTask", "TaskStore", "UnreadableRow"]
 
@@ -40,6 +41,9 @@ class StoredTask:
     collected: dict[str, Any] = field(default_factory=dict)
     answered: dict[str, str] = field(default_factory=dict)
     added_reviews: dict[str, Any] = field(default_factory=dict)
+    #: whose task it is: the owner's space (core/principal.py); ``anonymous`` without
+    #: authentication, and for every task stored before authentication existed
+    space: str = ANONYMOUS
     #: bytes of the stored row this record was read from (0 for a new task); never stored:
     #: it lets the task-size bound skip encoding the whole task again for a small message
     stored_bytes: int = field(default=0, compare=False)
@@ -56,17 +60,32 @@ class StoredTask:
     def state(self) -> str:
         return self.task.status.state
 
+    @property
+    def context_key(self) -> str:
+        """The storage key of the task's context: the store's context column, the LangGraph
+        thread id, the per-context claim."""
+        return context_key(self.space, self.task.context_id)
+
 
 @dataclass(frozen=True)
 class UnreadableRow:
     """What is left of a stored task that cannot be decoded: its keys, for recovery to mark
-    it ``failed`` (or skip it) without taking down the other tasks."""
+    it ``failed`` (or skip it) without taking down the other tasks. ``context_key`` is the
+    stored context key (``context_id`` and ``space`` are read from it)."""
 
     id: str
-    context_id: str
+    context_key: str
     agent_id: str
     event_seq: int
     reason: str
+
+    @property
+    def context_id(self) -> str:
+        return split_key(self.context_key)[1]
+
+    @property
+    def space(self) -> str:
+        return split_key(self.context_key)[0]
 
 
 class TaskStore(Protocol):
@@ -78,11 +97,28 @@ class TaskStore(Protocol):
 
     async def save(self, record: StoredTask) -> None: ...
 
-    async def latest_in_context(self, context_id: str) -> StoredTask | None:
-        """The most recently created task of a context (the only one that may be unfinished)."""
+    async def latest_in_context(self, context_key: str) -> StoredTask | None:
+        """The most recently created task of a context (the only one that may be unfinished);
+        ``context_key`` is ``StoredTask.context_key`` (the owner's space and the client's id)."""
         ...
 
     async def unfinished(self) -> list[StoredTask | UnreadableRow]:
         """Tasks left ``submitted`` or ``working``: runs a stopped process did not finish.
         A row that cannot be decoded comes back as an ``UnreadableRow``, not an error."""
+        ...
+
+    async def ping(self) -> None:
+        """Raises when the store cannot be reached (``/readyz``)."""
+        ...
+
+    async def count_by_state(self) -> dict[str, int]:
+        """How many tasks are in each state (metrics)."""
+        ...
+
+    async def count_in_state(self, space: str, state: str) -> int:
+        """How many of ``space``'s tasks are in ``state`` (quotas)."""
+        ...
+
+    async def oldest_in_state(self, state: str) -> float | None:
+        """The Unix time of the oldest last update among the tasks in ``state``."""
         ...

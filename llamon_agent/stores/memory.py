@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from ..a2a.types import RUNNING_STATES
 from ..errors import UnreadableTaskError
 from . import _codec
@@ -9,7 +11,7 @@ from .base import StoredTask, UnreadableRow
 
 __all__ = ["InMemoryTaskStore"]
 
-_Row = tuple[bytes, str, int, str | None, int, bytes, str, str]
+_Row = tuple[bytes, str, int, str | None, int, bytes, str, str, str, float]
 
 
 class InMemoryTaskStore:
@@ -25,7 +27,7 @@ class InMemoryTaskStore:
 
     async def save(self, record: StoredTask) -> None:
         if record.id not in self._rows:
-            self._latest[record.context_id] = record.id
+            self._latest[record.context_key] = record.id
         self._rows[record.id] = (
             _codec.encode_task(record),
             record.agent_id,
@@ -34,11 +36,13 @@ class InMemoryTaskStore:
             record.reask_count,
             _codec.encode_extra(record),
             record.state,
-            record.context_id,
+            record.context_key,
+            record.space,
+            time.time(),
         )
 
-    async def latest_in_context(self, context_id: str) -> StoredTask | None:
-        task_id = self._latest.get(context_id)
+    async def latest_in_context(self, context_key: str) -> StoredTask | None:
+        task_id = self._latest.get(context_key)
         return None if task_id is None else await self.get(task_id)
 
     async def unfinished(self) -> list[StoredTask | UnreadableRow]:
@@ -51,3 +55,18 @@ class InMemoryTaskStore:
             except UnreadableTaskError as exc:
                 found.append(UnreadableRow(task_id, row[7], row[1], row[2], exc.detail))
         return found
+
+    async def ping(self) -> None:
+        return None
+
+    async def count_by_state(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for row in self._rows.values():
+            counts[row[6]] = counts.get(row[6], 0) + 1
+        return counts
+
+    async def count_in_state(self, space: str, state: str) -> int:
+        return sum(1 for row in self._rows.values() if row[8] == space and row[6] == state)
+
+    async def oldest_in_state(self, state: str) -> float | None:
+        return min((row[9] for row in self._rows.values() if row[6] == state), default=None)

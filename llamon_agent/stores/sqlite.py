@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
+import time
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
@@ -46,11 +47,22 @@ CREATE TABLE IF NOT EXISTS llamon_tasks (
     reask_count INTEGER NOT NULL,
     task BLOB NOT NULL,
     extra BLOB,
-    created INTEGER NOT NULL
+    created INTEGER NOT NULL,
+    space TEXT NOT NULL DEFAULT 'anonymous',
+    updated REAL NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS llamon_tasks_context ON llamon_tasks (context_id, created);
 CREATE INDEX IF NOT EXISTS llamon_tasks_state ON llamon_tasks (state);
 """
+# ``context_id`` holds the context key (core/principal.py: the owner's space and the client's
+# id; the client's id alone for ``anonymous``, so older files need no rewrite). ``space`` and
+# ``updated`` came with authentication and metrics: an older file gets them at open, its rows
+# belong to ``anonymous`` and count as updated at the epoch until they are saved again.
+_ADDED_COLUMNS = (
+    ("space", "ALTER TABLE llamon_tasks ADD COLUMN space TEXT NOT NULL DEFAULT 'anonymous'"),
+    ("updated", "ALTER TABLE llamon_tasks ADD COLUMN updated REAL NOT NULL DEFAULT 0"),
+)
+_SPACE_INDEX = "CREATE INDEX IF NOT EXISTS llamon_tasks_space ON llamon_tasks (space, state)"
 
 _RUNNING = tuple(sorted(RUNNING_STATES))
 _RUNNING_MARKS = ", ".join("?" * len(_RUNNING))
@@ -78,11 +90,12 @@ def _decode_or_unreadable(row: Sequence[Any]) -> StoredTask | UnreadableRow:
 
 _UPSERT_TASK = (
     "INSERT INTO llamon_tasks (id, context_id, agent_id, state, event_seq,"
-    " pending_interrupt, reask_count, task, extra, created)"
-    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    " pending_interrupt, reask_count, task, extra, created, space, updated)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
     " ON CONFLICT(id) DO UPDATE SET state = excluded.state,"
     " event_seq = excluded.event_seq, pending_interrupt = excluded.pending_interrupt,"
-    " reask_count = excluded.reask_count, task = excluded.task, extra = excluded.extra"
+    " reask_count = excluded.reask_count, task = excluded.task, extra = excluded.extra,"
+    " updated = excluded.updated"
 )
 
 # langgraph-checkpoint-sqlite's own tables and statements (SqliteSaver.put / put_writes).
@@ -123,6 +136,11 @@ class SQLiteTaskStore:
         self._conn = conn
         self._offload = offload  # large rows are written by its worker thread
         conn.executescript(_SCHEMA)
+        present = {row[1] for row in conn.execute("PRAGMA table_info(llamon_tasks)")}
+        for column, statement in _ADDED_COLUMNS:
+            if column not in present:
+                conn.execute(statement)
+        conn.execute(_SPACE_INDEX)
         conn.commit()
         row = conn.execute("SELECT COALESCE(MAX(created), 0) FROM llamon_tasks").fetchone()
         self._created = int(row[0])
@@ -136,8 +154,9 @@ class SQLiteTaskStore:
     async def save(self, record: StoredTask) -> None:
         self._created += 1
         task, extra = _codec.encode_task(record), _codec.encode_extra(record)
-        row = (record.id, record.context_id, record.agent_id, record.state, record.event_seq,
-               record.pending_interrupt, record.reask_count, task, extra, self._created)
+        row = (record.id, record.context_key, record.agent_id, record.state, record.event_seq,
+               record.pending_interrupt, record.reask_count, task, extra, self._created,
+               record.space, time.time())
         offload = self._offload
         if offload is not None and offload.is_large(len(task) + len(extra)):
             await offload.write(lambda conn: conn.execute(_UPSERT_TASK, row))
@@ -147,11 +166,11 @@ class SQLiteTaskStore:
         with self._conn:
             self._conn.execute(_UPSERT_TASK, row)
 
-    async def latest_in_context(self, context_id: str) -> StoredTask | None:
+    async def latest_in_context(self, context_key: str) -> StoredTask | None:
         row = self._conn.execute(
             f"SELECT {_COLUMNS} FROM llamon_tasks WHERE context_id = ?"
             " ORDER BY created DESC LIMIT 1",
-            (context_id,),
+            (context_key,),
         ).fetchone()
         return None if row is None else await _decoded(row)
 
@@ -161,6 +180,27 @@ class SQLiteTaskStore:
             _RUNNING,
         ).fetchall()
         return [_decode_or_unreadable(row) for row in rows]
+
+    async def ping(self) -> None:
+        self._conn.execute("SELECT 1 FROM llamon_tasks LIMIT 1").fetchall()
+
+    async def count_by_state(self) -> dict[str, int]:
+        rows = self._conn.execute(
+            "SELECT state, COUNT(*) FROM llamon_tasks GROUP BY state"
+        ).fetchall()
+        return {str(state): int(count) for state, count in rows}
+
+    async def count_in_state(self, space: str, state: str) -> int:
+        row = self._conn.execute(
+            "SELECT COUNT(*) FROM llamon_tasks WHERE space = ? AND state = ?", (space, state)
+        ).fetchone()
+        return int(row[0])
+
+    async def oldest_in_state(self, state: str) -> float | None:
+        row = self._conn.execute(
+            "SELECT MIN(updated) FROM llamon_tasks WHERE state = ?", (state,)
+        ).fetchone()
+        return None if row[0] is None else float(row[0])
 
 
 class InlineSqliteSaver(SqliteSaver):

@@ -28,6 +28,7 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from ..a2a.types import DataPart, Message, MessageSendParams, Task, TextPart
 from ..agent import Agent
 from ..core.hitl import INTERRUPT_ID
+from ..core.principal import ANONYMOUS
 from .payload import REVIEW_SCHEMA
 
 __all__ = ["ChatTurn", "ReviewedChatUseCase", "chat_messages"]
@@ -68,11 +69,15 @@ class TaskRuntime(Protocol):
     @property
     def agents(self) -> Sequence[Agent]: ...
 
-    async def context_agent(self, context_id: str) -> str | None: ...
+    async def context_agent(self, context_id: str, *, space: str = ANONYMOUS) -> str | None: ...
 
-    async def send(self, params: MessageSendParams, *, language: str | None = None) -> Task: ...
+    async def send(
+        self, params: MessageSendParams, *, language: str | None = None, space: str = ANONYMOUS
+    ) -> Task: ...
 
-    async def thread_values(self, context_id: str) -> dict[str, Any]: ...
+    async def thread_values(
+        self, context_id: str, *, space: str = ANONYMOUS
+    ) -> dict[str, Any]: ...
 
 
 class ReviewedChatUseCase:
@@ -84,7 +89,8 @@ class ReviewedChatUseCase:
     """
 
     def __init__(
-        self, manager: TaskRuntime, agent_id: str | None = None, *, language: str | None = None
+        self, manager: TaskRuntime, agent_id: str | None = None, *, language: str | None = None,
+        space: str = ANONYMOUS,
     ) -> None:
         known = [a.id for a in manager.agents]
         if agent_id is not None and agent_id not in known:
@@ -92,6 +98,7 @@ class ReviewedChatUseCase:
         self._manager = manager
         self._agent_id = agent_id or known[0]
         self._language = language
+        self._space = space  # whose threads these are (core/principal.py)
 
     async def send_message(
         self, text: str, thread_id: str | None = None, *, agent_id: str | None = None,
@@ -99,7 +106,9 @@ class ReviewedChatUseCase:
     ) -> ChatTurn:
         """A user message on ``thread_id`` (a new thread when ``None``)."""
         thread_id = thread_id or str(uuid.uuid4())
-        if agent_id is None and await self._manager.context_agent(thread_id) is None:
+        if agent_id is None and await self._manager.context_agent(
+            thread_id, space=self._space
+        ) is None:
             agent_id = self._agent_id
         part = TextPart(kind="text", text=text)
         return await self._send(thread_id, part, agent_id, language)
@@ -127,8 +136,10 @@ class ReviewedChatUseCase:
         params = MessageSendParams(
             message=message, metadata={"agentId": agent_id} if agent_id else None
         )
-        task = await self._manager.send(params, language=language or self._language)
-        values = await self._manager.thread_values(task.context_id)
+        task = await self._manager.send(
+            params, language=language or self._language, space=self._space
+        )
+        values = await self._manager.thread_values(task.context_id, space=self._space)
         return chat_turn(task, values.get("messages"))
 
 

@@ -402,6 +402,6 @@ async def test_an_undecodable_checkpoint_does_not_stop_the_server(
 async def test_unknown_paths_and_methods_are_answered_in_json(client: A2AClient) -> None:
     response = await client.http.get("/no/such/path")
     assert (response.status_code, response.json()) == (404, {"detail": "Not Found"})
-    response = await client.http.get("/")
+    response = await client.http.delete("/")  # GET / is the landing page, POST / JSON-RPC
     assert (response.status_code, response.json()) == (405, {"detail": "Method Not Allowed"})
-    assert response.headers["allow"] == "POST"
+    assert response.headers["allow"] == "GET, HEAD, POST"

@@ -11,9 +11,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import httpx
+import orjson
 from asgi_lifespan import LifespanManager
 
 from llamon_agent import Agent, create_app
+from llamon_agent.core.principal import ANONYMOUS, context_key, space_of
 from llamon_agent.runtime.tasks import TaskManager
 from tests.conftest import A2AClient, assert_valid
 
@@ -57,6 +59,9 @@ DRAFT_LOW_RISK = {"decision": "approve", "risk": "low", "amount": 50000.0, "inte
 WAITING_TEXT = "A reviewer is checking the answer."
 
 
+CHILDREN = space_of(ANONYMOUS, internal=True)  # where an anonymous caller's children live
+
+
 @dataclass
 class Harness:
     client: A2AClient
@@ -71,10 +76,17 @@ class Harness:
         return self.app.state.manager
 
     async def child_task_id(self, context_id: str) -> str:
-        """The latest task of a (child) context, read from the task store."""
-        latest = await self.manager._store.latest_in_context(context_id)
+        """The latest task of a child context, read from the task store (child contexts live
+        in the server's internal space: no client can address them)."""
+        latest = await self.manager._store.latest_in_context(context_key(CHILDREN, context_id))
         assert latest is not None, f"no task in context {context_id}"
         return latest.id
+
+    async def get_child(self, task_id: str) -> dict[str, Any]:
+        """A child's task, read past the wire (which refuses it: -32001)."""
+        task = orjson.loads((await self.manager.get_task(task_id, space=CHILDREN)).to_json())
+        assert_valid("Task", task)
+        return task
 
     async def resume_point(self, context_id: str) -> Any:
         return (await self.manager.thread_values(context_id)).get("resume_point")

@@ -25,7 +25,7 @@ async def test_the_forwarded_question_is_answered_with_the_parents_interrupt_id(
         context_id = first["contextId"]
         assert first["status"]["message"]["parts"] == QUESTION_PARTS
         forwarded = first["status"]["message"]["metadata"]["interruptId"]
-        child = await h.get(await h.child_task_id(f"{context_id}::risk"))
+        child = await h.get_child(await h.child_task_id(f"{context_id}::risk"))
         assert forwarded != child["status"]["message"]["metadata"]["interruptId"]
         stored = await h.manager._store.get(first["id"])
         assert stored is not None and stored.pending_interrupt == forwarded

@@ -15,6 +15,7 @@ import pytest
 
 from llamon_agent.human_review import InMemoryReviewPort, Review
 from tests.orchestrator.helpers import (
+    CHILDREN,
     DRAFT_LOW_RISK,
     DRAFT_WITH_COLLATERAL,
     HIGH_RISK,
@@ -45,8 +46,8 @@ async def test_high_risk_request_forwards_exactly_the_risk_childs_question() -> 
 
         # the child asked on its own context, mapped from the parent's
         child_context = f"{context_id}::risk"
-        assert await h.manager.context_agent(child_context) == "risk"
-        child = await h.get(await h.child_task_id(child_context))
+        assert await h.manager.context_agent(child_context, space=CHILDREN) == "risk"
+        child = await h.get_child(await h.child_task_id(child_context))
         assert child["contextId"] == child_context
         assert child["status"]["state"] == "input-required"
         assert child["status"]["message"]["parts"] == task["status"]["message"]["parts"]
@@ -89,12 +90,12 @@ async def test_answer_parks_the_task_working_for_a_reviewer_after_review_wait() 
 
         # the answer continued the same child conversation: same child task, now completed
         assert await h.child_task_id(child_context) == child_id
-        child = await h.get(child_id)
+        child = await h.get_child(child_id)
         assert child["contextId"] == child_context
         assert child["status"]["state"] == "completed"
         assert artifact_data(child)[0]["collateral"] == "yes"
         assert artifact_data(child)[0]["risk"] == "medium"
-        assert (await h.manager.thread_values(child_context))["collateral"] == "yes"
+        assert (await h.manager.thread_values(child_context, space=CHILDREN))["collateral"] == "yes"
 
         # still working for tasks/get as well
         assert (await h.get(first["id"]))["status"]["state"] == "working"
@@ -231,7 +232,7 @@ async def test_second_request_on_the_context_calls_the_same_child_context_again(
         assert again["status"]["message"]["parts"] == QUESTION_PARTS
         second_child = await h.child_task_id(f"{context_id}::risk")
         assert second_child != first_child
-        assert (await h.get(second_child))["contextId"] == f"{context_id}::risk"
+        assert (await h.get_child(second_child))["contextId"] == f"{context_id}::risk"
 
 
 async def test_a_decision_taken_as_soon_as_the_review_is_listed_is_not_lost() -> None:

@@ -113,7 +113,7 @@ async def test_the_resume_point_survives_a_restart_and_the_answer_continues_to_r
         review_id = review_id_of(task)
         assert (await h.review(review_id))["draft"] == DRAFT_WITH_COLLATERAL
         # the risk child's conversation continued after the restart too
-        child = await h.get(await h.child_task_id(f"{context_id}::risk"))
+        child = await h.get_child(await h.child_task_id(f"{context_id}::risk"))
         assert child["status"]["state"] == "completed"
         assert artifact_data(child)[0]["collateral"] == "yes"
 

@@ -67,6 +67,7 @@ async def test_submit_stores_a_pending_review(port: HumanReviewPort) -> None:
         "decision": None,
         "created": review.created,
         "decided": None,
+        "decidedBy": None,
         "closed": None,
         "closedReason": None,
     }
@@ -99,8 +100,9 @@ async def test_pending_lists_only_undecided_reviews(port: HumanReviewPort) -> No
         Decision("edit", edited={"decision": "decline", "note": "수정"}),
         Decision("edit", edited="plain text answer"),
         Decision("reject", message="소득 증빙 부족"),
+        Decision("approve", by="alice"),
     ],
-    ids=["approve", "edit-object", "edit-text", "reject"],
+    ids=["approve", "edit-object", "edit-text", "reject", "named-reviewer"],
 )
 async def test_decide_records_the_decision(port: HumanReviewPort, decision: Decision) -> None:
     review = await submit(port)
@@ -116,6 +118,10 @@ async def test_decide_records_the_decision(port: HumanReviewPort, decision: Deci
         "edited": decision.edited,
         "message": decision.message,
     }
+    # issue 10: who decided is recorded beside when, and is not part of the graph's value
+    assert decided.decided_by == decision.by
+    assert decided.to_json()["decidedBy"] == decision.by
+    assert decided.to_json()["decided"] == decided.decided
 
 
 async def test_deciding_twice_raises_review_closed_and_keeps_the_first(
@@ -255,5 +261,48 @@ async def test_a_reviews_table_of_an_earlier_version_gains_the_closed_columns(
             "r1", "closed", "the task was rejected"
         )
         SQLiteReviewPort(conn)  # opening it again migrates nothing twice
+    finally:
+        conn.close()
+
+
+async def test_a_reviews_table_before_named_reviewers_gains_decided_by(tmp_path: Path) -> None:
+    """Issue 10: the table of issue 8 (no ``decided_by``) is migrated in place; a decision
+    stored before reviewers had names reads back with ``decidedBy`` null, a new one with its
+    reviewer, also after reopening."""
+    path = str(tmp_path / "issue8.sqlite3")
+    conn = sqlite3.connect(path)
+    conn.executescript("""
+        CREATE TABLE llamon_reviews (
+            id TEXT PRIMARY KEY, task_id TEXT NOT NULL, context_id TEXT NOT NULL,
+            agent_id TEXT NOT NULL, draft BLOB NOT NULL, status TEXT NOT NULL, decision BLOB,
+            created TEXT NOT NULL, decided TEXT, closed TEXT, closed_reason TEXT
+        );
+        INSERT INTO llamon_reviews VALUES
+            ('old', 't1', 'c1', 'loan', '{"a": 1}', 'decided',
+             '{"type": "approve", "edited": null, "message": null}',
+             '2025-01-01T00:00:00.000Z', '2025-01-01T00:01:00.000Z', NULL, NULL),
+            ('new', 't2', 'c2', 'loan', '{"a": 2}', 'pending', NULL,
+             '2025-01-01T00:00:00.000Z', NULL, NULL, NULL);
+    """)
+    conn.commit()
+    try:
+        port = SQLiteReviewPort(conn)
+        old = await port.get("old")
+        assert (old.decision, old.decided_by, old.decided) == (
+            Decision("approve"), None, "2025-01-01T00:01:00.000Z"
+        )
+        assert old.to_json()["decidedBy"] is None
+        await port.decide("new", Decision("reject", message="no", by="bob"))
+    finally:
+        conn.close()
+    conn = sqlite3.connect(path)
+    try:
+        new = await SQLiteReviewPort(conn).get("new")
+        assert (new.decision, new.decided_by) == (Decision("reject", message="no", by="bob"), "bob")
+        assert new.decision is not None and new.decision.to_json() == {
+            "type": "reject", "edited": None, "message": "no"
+        }
+        columns = [row[1] for row in conn.execute("PRAGMA table_info(llamon_reviews)")]
+        assert columns.count("decided_by") == 1
     finally:
         conn.close()

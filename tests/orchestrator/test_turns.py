@@ -203,7 +203,7 @@ async def test_forwarded_free_text_questions_and_a_resume_point_read_once() -> N
             ({"intent": "case", "next_action": "answer_asker"}, {"text": "C-17"}),
             (None, {"text": "nothing"}),
         ]
-        child = await h.get(await h.child_task_id(f"{context_id}::asker"))
+        child = await h.get_child(await h.child_task_id(f"{context_id}::asker"))
         assert child["status"]["state"] == "completed"
         assert child["contextId"] == f"{context_id}::asker"
 

@@ -8,6 +8,7 @@ import pytest
 
 from llamon_agent.human_review import Decision, InMemoryReviewPort, Review
 from llamon_agent.runtime.children import Children
+from llamon_agent.runtime.resumer import Resumer
 from llamon_agent.runtime.tasks import TaskManager
 from llamon_agent.stores.storage import open_storage
 from tests.runtime.helpers import doc_agent
@@ -19,10 +20,10 @@ class _Heard:
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.reviews: list[str] = []
 
-        async def heard(manager: TaskManager, review: Review) -> None:
+        async def heard(resumer: Resumer, review: Review) -> None:
             self.reviews.append(review.id)
 
-        monkeypatch.setattr(TaskManager, "_on_review_decision", heard)
+        monkeypatch.setattr(Resumer, "on_review_decision", heard)
 
 
 async def _decide_one(port: InMemoryReviewPort, task_id: str) -> str:
@@ -38,20 +39,24 @@ async def test_a_failing_recovery_closes_what_the_start_opened(
     started: list[asyncio.Task[None]] = []
     clients = []
 
-    async def failing_recovery(manager: TaskManager) -> None:
+    port = InMemoryReviewPort()
+    managers: list[TaskManager] = []
+
+    async def failing_recovery(resumer: Resumer) -> None:
+        manager = managers[0]
         group = manager._worker._group
-        children = next(iter(manager._served.values())).context.children
+        children = next(iter(manager._served.values())).children
         assert group is not None and isinstance(children, Children)
         clients.append(children._http)
         # a turn recovery already started, then the store fails
         started.append(group.create_task(asyncio.Event().wait()))  # type: ignore[arg-type]
         raise RuntimeError("the store is unreachable")
 
-    monkeypatch.setattr(TaskManager, "_recover", failing_recovery)
-    port = InMemoryReviewPort()
+    monkeypatch.setattr(Resumer, "recover", failing_recovery)
     async with open_storage(":memory:") as storage:
+        managers.append(TaskManager([doc_agent()], storage, reviews=port))
         with pytest.raises(RuntimeError, match="the store is unreachable"):
-            async with TaskManager([doc_agent()], storage, reviews=port):
+            async with managers[0]:
                 pytest.fail("the manager started")
 
     assert started[0].cancelled()
