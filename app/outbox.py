@@ -23,6 +23,7 @@ from typing import Any
 
 from llamon_agent.core.run_context import run_context
 from llamon_agent.settings import DEFAULT_DB
+from llamon_agent.stores.url import parse_database_url
 
 __all__ = ["Outbox", "server_outbox"]
 
@@ -100,9 +101,13 @@ _opened: dict[str, Outbox] = {}  # one per file, opened by the first call that w
 
 def server_outbox(config: Mapping[str, Any] | None) -> Outbox:
     """The outbox in the database of the server running this call; ``llamon.sqlite3`` for a
-    run that no llamon-agent server started."""
+    run that no llamon-agent server started; in this process's memory on PostgreSQL."""
     served = run_context(config)
     path = (served.db if served is not None else None) or DEFAULT_DB
+    if parse_database_url(path).kind == "postgres":
+        # the outbox is a SQLite table: on a PostgreSQL server it lives in this process until
+        # it moves into the database (issue 11, next part: deduplicated by tool_call_id)
+        path = ":memory:"
     if path not in _opened:
         _opened[path] = Outbox(path)
     return _opened[path]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import math
 import os
 import sys
@@ -28,6 +29,7 @@ from .server.serve import (
     serve,
 )
 from .settings import DEFAULT_DB, Settings
+from .stores.url import parse_database_url
 
 DEFAULT_TARGET = "app.main:AGENTS"
 
@@ -98,24 +100,22 @@ def _positive_int(text: str) -> int:
     return value
 
 
-def _seconds(text: str) -> float:
+def _more_than_zero(text: str, unit: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected {unit or 'a number'}, got {text!r}") from None
     if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"must be more than 0 seconds, got {text}")
+        raise argparse.ArgumentTypeError(f"must be more than 0{' ' + unit if unit else ''}, got {text}")
     return value
+
+
+def _seconds(text: str) -> float:
+    return _more_than_zero(text, "seconds")
 
 
 def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"must be more than 0, got {text}")
-    return value
+    return _more_than_zero(text, "")
 
 
 def _api_keys(path: str) -> dict[str, str]:
@@ -145,6 +145,18 @@ def _public_url(text: str) -> str:
     return text
 
 
+def _database(text: str) -> str:
+    """A database setting ``open_storage`` accepts; PostgreSQL only with its extra installed."""
+    try:
+        url = parse_database_url(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    if url.kind == "postgres" and importlib.util.find_spec("psycopg_pool") is None:
+        raise argparse.ArgumentTypeError(
+            "PostgreSQL storage needs the postgres extra: pip install 'llamon-agent[postgres]'")
+    return text
+
+
 #: ``Limits`` fields and what each bounds, for --help (defaults come from ``Limits()``)
 _LIMIT_HELP = {
     "max_body_bytes": "bytes of one request body (JSON-RPC and REST)",
@@ -168,9 +180,11 @@ def _parser(settings: Settings) -> argparse.ArgumentParser:
                            "(default: %(default)s)")
     serve_cmd.add_argument("--host", default="127.0.0.1", help="(default: %(default)s)")
     serve_cmd.add_argument("--port", type=int, default=8000, help="(default: %(default)s)")
-    serve_cmd.add_argument("--db", default=settings.db,
-                           help="SQLite file for tasks and checkpoints, or :memory:; one server "
-                           f"per file (default: $LLAMON_DB, else {DEFAULT_DB})")
+    serve_cmd.add_argument("--db", default=settings.db, type=_database, metavar="URL",
+                           help="where tasks and checkpoints live: a SQLite file (or "
+                           "sqlite:///PATH; one server per file), :memory:, or "
+                           "postgresql://USER@HOST/DATABASE (the postgres extra) (default: "
+                           f"$LLAMON_DATABASE_URL, else $LLAMON_DB, else {DEFAULT_DB})")
     serve_cmd.add_argument("--card", default=None,
                            help="agent card JSON (default: ./agent-card.json when present)")
     public_url = settings.public_url

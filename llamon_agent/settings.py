@@ -22,7 +22,9 @@ _Number = TypeVar("_Number", int, float)
 
 @dataclass(frozen=True)
 class Settings:
-    """``db`` (``LLAMON_DB``): the SQLite file, or ``:memory:``; ``reviewer_token``
+    """``db`` (``LLAMON_DATABASE_URL``, else its alias ``LLAMON_DB``): the storage,
+    ``sqlite:///PATH`` or a file path, ``:memory:`` / ``memory://``, or ``postgresql://...``
+    (``stores/url.py`` parses it; ``--db`` wins over both); ``reviewer_token``
     (``LLAMON_REVIEWER_TOKEN``): the bearer token of the reviewer endpoints, none turns them
     off; ``language`` (``LLAMON_LANGUAGE``): the default language of reviewer-facing texts;
     ``public_url`` (``LLAMON_PUBLIC_URL``): the endpoint the agent card advertises; ``model``
@@ -66,7 +68,7 @@ class Settings:
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
         env = os.environ if environ is None else environ
         return cls(
-            db=env.get("LLAMON_DB") or DEFAULT_DB,
+            db=env.get("LLAMON_DATABASE_URL") or env.get("LLAMON_DB") or DEFAULT_DB,
             reviewer_token=env.get("LLAMON_REVIEWER_TOKEN") or None,
             language=env.get("LLAMON_LANGUAGE") or None,
             public_url=env.get("LLAMON_PUBLIC_URL") or None,

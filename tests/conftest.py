@@ -15,6 +15,8 @@ import pytest
 from asgi_lifespan import LifespanManager
 
 from llamon_agent import Agent, create_app
+from tests.backends import postgres_database, postgres_url  # noqa: F401 (fixtures)
+from tests.backends_redis import redis_prefix  # noqa: F401 (fixtures)
 
 ROOT = Path(__file__).resolve().parent.parent
 #: the official A2A v0.3 JSON Schema, kept in the repository (tests/spec/SOURCE.md)

@@ -35,3 +35,59 @@ def test_serve_does_not_write_the_environment(
     cli.main(["serve", "--db", str(tmp_path / "server.sqlite3")])
     assert len(served) == 1
     assert "LLAMON_DB" not in os.environ
+
+
+def test_the_database_url_wins_over_its_alias() -> None:
+    """Issue 11: ``LLAMON_DATABASE_URL``, else ``LLAMON_DB`` (kept as an alias), else the file."""
+    url = "postgresql://postgres@127.0.0.1:5432/test"
+    assert Settings.from_env({"LLAMON_DATABASE_URL": url, "LLAMON_DB": "x.sqlite3"}).db == url
+    assert Settings.from_env({"LLAMON_DATABASE_URL": "", "LLAMON_DB": "x.sqlite3"}).db == (
+        "x.sqlite3"
+    )
+    assert Settings.from_env({"LLAMON_DB": "memory://"}).db == "memory://"
+    assert Settings.from_env({}).db == DEFAULT_DB
+
+
+@pytest.mark.parametrize(("flag", "env", "expected"), [
+    (["--db", "sqlite:///flag.db"], {"LLAMON_DATABASE_URL": "memory://", "LLAMON_DB": "a.db"},
+     "sqlite:///flag.db"),
+    ([], {"LLAMON_DATABASE_URL": "memory://", "LLAMON_DB": "a.db"}, "memory://"),
+    ([], {"LLAMON_DB": "a.db"}, "a.db"),
+    ([], {}, DEFAULT_DB),
+])
+def test_serve_takes_the_flag_then_the_url_then_the_alias(
+    flag: list[str], env: dict[str, str], expected: str, tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name in ("LLAMON_DATABASE_URL", "LLAMON_DB"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.chdir(tmp_path)
+    built: list[str] = []
+    monkeypatch.setattr(cli, "build_app", lambda target, db, card, **kw: built.append(db))
+    monkeypatch.setattr(cli, "check_exposure", lambda *a, **kw: None)
+    monkeypatch.setattr(cli, "serve", lambda app, options: None)
+    cli.main(["serve", *flag])
+    assert built == [expected]
+
+
+@pytest.mark.parametrize("args", [["--db", "mysql://db/x"], ["--db", "sqlite://x.db"]])
+def test_serve_refuses_a_database_it_cannot_open(
+    args: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(cli, "serve", lambda app, options: pytest.fail("served"))
+    with pytest.raises(SystemExit) as info:
+        cli.main(["serve", *args])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert "argument --db" in err
+    assert ("unsupported database URL scheme 'mysql'" in err) or ("three slashes" in err)
+
+
+def test_create_app_refuses_a_database_it_cannot_open() -> None:
+    from llamon_agent import create_app
+    from tests.runtime.helpers import doc_agent
+
+    with pytest.raises(ValueError, match="unsupported database URL scheme 'mysql'"):
+        create_app([doc_agent()], db="mysql://db/x")

@@ -141,12 +141,16 @@ class EventHub:
     def open(self, task_id: str, last_seq: int) -> EventLog:
         log = self._logs.get(task_id)
         if log is None:
-            log = EventLog(task_id, last_seq, self._retain, self._buffer)
-            self._logs[task_id] = log
+            log = self._logs[task_id] = self.new_log(task_id, last_seq, self._retain, self._buffer)
         self._logs.move_to_end(task_id)
         log.finished = False
         self._trim()
         return log
+
+    def new_log(self, task_id: str, last_seq: int, retain: int, buffer: int) -> EventLog:
+        """A new task's log. A hub for replicas returns a log that also relays its events
+        (``backends/redis_events.py``)."""
+        return EventLog(task_id, last_seq, retain, buffer)
 
     def discard(self, task_id: str) -> None:
         """Close and forget a task's log (a task whose recovery failed: readers go to the

@@ -31,6 +31,7 @@ from ..runtime.tasks import TaskManager
 from ..settings import DEFAULT_DB, Settings
 from ..stores.base import TaskStore
 from ..stores.storage import Storage, open_storage
+from ..stores.url import parse_database_url
 from ..tool_review.catalog import language_of
 from . import jsonrpc
 from .access import Access
@@ -91,8 +92,9 @@ def create_app(
 ) -> Starlette:
     """Serve ``agents`` (the first is the default) on one JSON-RPC endpoint at ``/``.
 
-    Storage: ``db`` is a SQLite file (default ``$LLAMON_DB`` or ``llamon.sqlite3``) or
-    ``":memory:"``; or pass your own ``task_store`` and ``checkpointer`` together.
+    Storage: ``db`` is a SQLite file or ``sqlite:///PATH`` (default ``$LLAMON_DATABASE_URL``,
+    ``$LLAMON_DB`` or ``llamon.sqlite3``), ``":memory:"``, or ``postgresql://...`` (the
+    ``postgres`` extra; docs/storage.md); another form raises ``ValueError``; or pass your own ``task_store`` and ``checkpointer`` together.
     ``card`` is an agent-card JSON file or mapping (default: built from the agents);
     ``public_url`` is the endpoint URL the card advertises (default: the local address the
     connection arrived on; never the request's ``Host`` header, which any client can set).
@@ -143,6 +145,9 @@ def create_app(
     card_template = load_card(card, agents)
     settings = settings or Settings.from_env()  # what the arguments leave unset
     limits = limits or Limits()
+    database = db or settings.db
+    # a malformed setting fails here, not at the first request; logs never show a password
+    shown_database = parse_database_url(database).shown if task_store is None else ""
     quotas = quotas or Quotas.from_settings(settings)
     streams = StreamQuota(quotas.max_streams)
     access = Access.configure(
@@ -175,12 +180,12 @@ def create_app(
                     yield
             return
         async with (
-            open_storage(db or settings.db) as storage,
+            open_storage(database) as storage,
             _manager(storage) as manager,
         ):
             app.state.manager = manager
             app.state.reviews = reviews or storage.reviews
-            with started(app, storage.tasks, db or settings.db):
+            with started(app, storage.tasks, shown_database):
                 yield
 
     def _manager(storage: Storage) -> TaskManager:
@@ -204,6 +209,8 @@ def create_app(
         try:
             call = jsonrpc.parse(body, limits)
         except jsonrpc.EnvelopeError as exc:
+            if exc.method is not None:
+                note_method(request.scope, exc.method)
             note_error(request.scope, exc.error.code)
             return _json(jsonrpc.error_body(exc.error, exc.request_id))
         note_method(request.scope, call.method)

@@ -62,6 +62,7 @@ class EnvelopeError(Exception):
         super().__init__(error.message)
         self.error = error
         self.request_id = request_id
+        self.method: str | None = None  # a known method whose params were refused (metrics)
 
 
 def error_body(error: A2AError, request_id: RequestId) -> bytes:
@@ -111,6 +112,16 @@ def parse(body: bytes, limits: Limits) -> Request:
     if method not in _KNOWN:
         shown = method if len(method) <= 100 else method[:100] + "..."
         raise EnvelopeError(MethodNotFoundError(data={"method": shown}), answer_id)
+    try:
+        return _known_method(obj, body, method, answer_id, limits)
+    except EnvelopeError as exc:
+        exc.method = method
+        raise
+
+
+def _known_method(
+    obj: dict[str, Any], body: bytes, method: str, answer_id: RequestId, limits: Limits
+) -> Request:
     try:
         bounds.check_document(obj, body, limits)
     except A2AError as exc:

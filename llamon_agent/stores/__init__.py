@@ -1,7 +1,9 @@
 """Where tasks and LangGraph checkpoints live between turns (docs/storage.md).
 
-``open_storage(db)`` opens a task store, a checkpointer and a human-review port on one SQLite
-file (or ``:memory:``) together; ``TaskStore`` is the interface a second backend implements.
+``open_storage(db)`` opens a task store, a checkpointer and a human-review port together, on one
+SQLite file, ``:memory:``, or a PostgreSQL database (``url.py`` parses the setting;
+``postgres.py`` needs the ``postgres`` extra and is imported only for a PostgreSQL URL);
+``TaskStore`` is the interface each backend implements.
 """
 
 from .base import StoredTask, TaskStore

@@ -120,5 +120,6 @@ class TaskStore(Protocol):
         ...
 
     async def oldest_in_state(self, state: str) -> float | None:
-        """The Unix time of the oldest last update among the tasks in ``state``."""
+        """The Unix time of the oldest last update among the tasks in ``state`` (rows stored
+        before updates were timed have no known age and are left out)."""
         ...

@@ -198,7 +198,8 @@ class SQLiteTaskStore:
 
     async def oldest_in_state(self, state: str) -> float | None:
         row = self._conn.execute(
-            "SELECT MIN(updated) FROM llamon_tasks WHERE state = ?", (state,)
+            # rows from before the column existed (updated = 0) have no known age
+            "SELECT MIN(updated) FROM llamon_tasks WHERE state = ? AND updated > 0", (state,)
         ).fetchone()
         return None if row[0] is None else float(row[0])
 

@@ -17,10 +17,9 @@ from .file_lock import lock_file
 from .memory import InMemoryTaskStore
 from .offload import Offload
 from .sqlite import InlineSqliteSaver, SQLiteTaskStore, connect
+from .url import MEMORY, parse_database_url
 
 __all__ = ["MEMORY", "Storage", "open_storage"]
-
-MEMORY = ":memory:"
 
 
 @dataclass(frozen=True)
@@ -28,23 +27,42 @@ class Storage:
     tasks: TaskStore
     checkpointer: BaseCheckpointSaver[Any]
     reviews: HumanReviewPort = field(default_factory=InMemoryReviewPort)
-    #: the SQLite file (or ``:memory:``) it was opened on; ``None`` for stores given in code.
+    #: the SQLite file (or ``:memory:``, or the PostgreSQL URL) it was opened on; ``None``
+    #: for stores given in code.
     #: Runs see it as ``RunContext.db`` (an application may keep its own tables there).
     db: str | None = None
 
 
 @asynccontextmanager
 async def open_storage(db: str) -> AsyncIterator[Storage]:
-    """``db`` is a SQLite file path, or ``:memory:`` for a process-local store.
+    """``db`` is a database setting (``url.py``): a SQLite file path or ``sqlite:///PATH``,
+    ``:memory:`` / ``memory://`` for a process-local store, or ``postgresql://...``.
 
-    A file is locked for the storage's life (``file_lock.py``) before anything connects to it
+    PostgreSQL (``postgres.py``, the ``postgres`` extra): the schema is migrated, then one
+    connection pool serves the task store, the review port and LangGraph's
+    ``AsyncPostgresSaver``; everything opened is closed on the way out, also when opening
+    fails half-way. A SQLite file is locked for the storage's life (``file_lock.py``) before anything connects to it
     or creates a table: a file another server holds raises ``StorageInUseError`` and is left
     exactly as it was.
     """
-    if db == MEMORY:
+    url = parse_database_url(db)
+    if url.kind == "memory":
         yield Storage(tasks=InMemoryTaskStore(), checkpointer=InMemorySaver(),
-                      reviews=InMemoryReviewPort(), db=db)
+                      reviews=InMemoryReviewPort(), db=MEMORY)
         return
+    if url.kind == "postgres":
+        try:
+            from .postgres import open_postgres
+        except ImportError as exc:  # the extra is not installed: say which
+            raise ImportError(
+                f"PostgreSQL storage needs the postgres extra (pip install "
+                f"'llamon-agent[postgres]'): {exc}"
+            ) from exc
+        async with open_postgres(url.target) as (pg_tasks, pg_reviews, pg_saver):
+            yield Storage(tasks=pg_tasks, checkpointer=pg_saver, reviews=pg_reviews,
+                          db=url.target)
+        return
+    db = url.target
     with ExitStack() as opened:  # closed in reverse: offload, connection, then the lock
         lock = lock_file(db)
         opened.callback(lock.release)  # last: closing our descriptor drops SQLite's locks

@@ -32,12 +32,14 @@ async def test_a_conversation_counts_requests_tasks_turns_and_resumes(
         assert asked["status"]["state"] == "input-required"
         await client.call("no/such/method", {})
         await client.call("tasks/get", {"id": "no-such-task"})
+        await client.call("tasks/get", {"id": 7})  # refused while parsing: still its method
         await asyncio.sleep(0.2)  # the waiting task grows older
         series = await scrape(client.http)
 
         assert value(series, "llamon_requests_total", method="message/send", outcome="ok") == 1
         assert value(series, "llamon_requests_total", method="other", outcome="-32601") == 1
         assert value(series, "llamon_requests_total", method="tasks/get", outcome="-32001") == 1
+        assert value(series, "llamon_requests_total", method="tasks/get", outcome="-32602") == 1
         assert value(series, "llamon_request_duration_seconds_count", method="message/send") == 1
         assert value(series, "llamon_tasks", state="input-required") == 1
         assert value(series, "llamon_tasks", state="completed") == 0

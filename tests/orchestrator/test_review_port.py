@@ -1,4 +1,6 @@
-"""The ``HumanReviewPort`` contract, run against ``InMemoryReviewPort`` and ``SQLiteReviewPort``."""
+"""The ``HumanReviewPort`` contract, run against ``InMemoryReviewPort``, ``SQLiteReviewPort`` and
+``PostgresReviewPort`` (skipped with a reason without a PostgreSQL server; more PostgreSQL cases
+in tests/stores/test_review_port_postgres.py)."""
 
 from __future__ import annotations
 
@@ -19,14 +21,19 @@ from llamon_agent.human_review import (
     SQLiteReviewPort,
 )
 from llamon_agent.stores.sqlite import connect
+from llamon_agent.stores.storage import open_storage
 
 DRAFT = {"decision": "approve", "risk": "low", "amount": 50000.0, "intent": "대출 심사"}
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
 async def port(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[HumanReviewPort]:
     if request.param == "memory":
         yield InMemoryReviewPort()
+        return
+    if request.param == "postgres":
+        async with open_storage(request.getfixturevalue("postgres_url")) as storage:
+            yield storage.reviews
         return
     conn = connect(str(tmp_path / "reviews.sqlite3"))
     try:

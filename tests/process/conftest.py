@@ -74,6 +74,7 @@ def _child_env() -> dict[str, str]:
     env = dict(os.environ)
     env.pop("LLAMON_MODEL", None)  # the examples must run offline: exact-match normalisation only
     env.pop("LLAMON_DB", None)
+    env.pop("LLAMON_DATABASE_URL", None)
     env["PYTHONUNBUFFERED"] = "1"
     env["PYTHONPATH"] = os.pathsep.join(p for p in [str(REPO_ROOT), env.get("PYTHONPATH", "")] if p)
     return env

@@ -91,7 +91,7 @@ async def test_an_older_file_opens_and_its_rows_belong_to_anonymous(tmp_path: Pa
         assert waiting > 0
         assert await store.count_in_state(ANONYMOUS, "input-required") == waiting
         assert await store.count_in_state("alice", "input-required") == 0
-        assert await store.oldest_in_state("input-required") == 0.0  # never saved since
+        assert await store.oldest_in_state("input-required") is None  # no known age yet
         await store.ping()
     finally:
         conn.close()

@@ -1,0 +1,252 @@
+"""``RedisPublisher``: the event publisher for replicas (``runtime.publisher.EventPublisher``).
+
+It is the in-process ``LocalPublisher`` (storing, numbering, local fan-out: a state is stored
+before any client sees it) whose task logs also relay every numbered event to a Redis stream per
+task (``<prefix><task id>``, ``XADD ... MAXLEN ~ retain``). The relay is awaited by the call that
+published (``publish``, ``end``): the order on the stream is the order of the numbers, and a turn
+does not run ahead of Redis. A stream whose task's turn ended expires after ``finished_ttl``
+seconds; one still running (or parked for a reviewer) after ``running_ttl``, renewed by every
+event.
+
+``resubscribe`` on any replica: a task running in this process is served from its log, as in
+one process; otherwise the task's stream is read (``XRANGE``) and, while its turn runs,
+followed live (``redis_follow.StreamFollower``, one ``XREAD BLOCK`` for all subscribers), ending
+after the final event. ``Last-Event-ID`` replays exactly the events after it while the stream
+holds them; otherwise a snapshot comes first (the turn's latest ``Task`` event, with id 0, then
+the events after it), as in ``LocalPublisher``. A task not running anywhere is read from the
+store.
+
+Redis failing is logged and does not stop a turn (the store is the truth): a follower elsewhere
+that then misses events sees the numbering gap and its stream ends; the client resubscribes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections import deque
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ..a2a.types import TaskStatusUpdateEvent, WireModel
+from ..core.ports import HumanReviewPort
+from ..errors import TaskNotFoundError
+from ..runtime.ending import Ending
+from ..runtime.events import Event, EventHub, EventLog, iterate, prepend
+from ..runtime.observer import NO_OBSERVER, TaskObserver
+from ..runtime.publisher import LocalPublisher
+from ..runtime.turn import Turn
+from ..stores.base import TaskStore
+from .redis_follow import StreamFollower
+from .redis_stream import Entry, decode, encode, replay_after, run_of
+
+__all__ = ["RedisPublisher"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class _Outgoing:
+    task_id: str
+    seq: int
+    payload: WireModel | None  # None: a close marker
+    final: bool
+
+
+class _RelayedLog(EventLog):
+    """A task's log that hands every event (and a close without a final event) to the relay."""
+
+    def __init__(
+        self, task_id: str, last_seq: int, retain: int, buffer: int,
+        relay: Callable[[_Outgoing], None],
+    ) -> None:
+        super().__init__(task_id, last_seq, retain, buffer)
+        self._relay = relay
+        self._ending = False
+
+    def publish(self, seq: int, payload: WireModel, *, final: bool = False) -> None:
+        self._relay(_Outgoing(self.task_id, seq, payload, final))
+        self._ending = final
+        try:
+            super().publish(seq, payload, final=final)
+        finally:
+            self._ending = False
+
+    def close(self) -> None:
+        if not self.finished and not self._ending:
+            self._relay(_Outgoing(self.task_id, self.seq, None, False))
+        super().close()
+
+
+class _RelayHub(EventHub):
+    def __init__(self, relay: Callable[[_Outgoing], None], *, keep_finished: int, retain: int,
+                 buffer: int) -> None:
+        super().__init__(keep_finished=keep_finished, retain=retain, buffer=buffer)
+        self._relay = relay
+
+    def new_log(self, task_id: str, last_seq: int, retain: int, buffer: int) -> EventLog:
+        return _RelayedLog(task_id, last_seq, retain, buffer, self._relay)
+
+
+class RedisPublisher(LocalPublisher):
+    """An async context manager: entering connects (given a URL) and starts the follower and
+    the relay's writer; leaving writes what is still queued, ends every follower's stream and
+    closes the connection it opened (a client passed in is left open)."""
+
+    def __init__(
+        self, store: TaskStore, reviews: HumanReviewPort | None, redis: Any, *,
+        prefix: str = "llamon:events:", retain: int = 1024, buffer: int = 4096,
+        keep_finished: int = 1024, finished_ttl: float = 600.0, running_ttl: float = 86400.0,
+        block: float = 1.0, observer: TaskObserver = NO_OBSERVER,
+    ) -> None:
+        hub = _RelayHub(self._enqueue, keep_finished=keep_finished, retain=retain, buffer=buffer)
+        super().__init__(store, reviews, hub, observer=observer)
+        self._url = redis if isinstance(redis, str) else None
+        self._redis: Any = None if isinstance(redis, str) else redis
+        self._prefix = prefix
+        self._retain = retain
+        self._buffer = buffer
+        self._block = block
+        self._finished_ms = int(finished_ttl * 1000)
+        self._running_ms = int(running_ttl * 1000)
+        self._outbox: deque[_Outgoing] = deque()
+        self._pending = asyncio.Event()
+        self._write_lock = asyncio.Lock()
+        self._writer: asyncio.Task[None] | None = None
+        self._follower: StreamFollower | None = None
+
+    def key(self, task_id: str) -> str:
+        return f"{self._prefix}{task_id}"
+
+    @property
+    def following(self) -> int:
+        """Subscriptions to other processes' streams open now."""
+        return self._follower.following if self._follower is not None else 0
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def __aenter__(self) -> RedisPublisher:
+        if self._url is not None:
+            from redis.asyncio import Redis
+
+            self._redis = Redis.from_url(self._url)
+        try:
+            self._follower = StreamFollower(self._redis, self._prefix, buffer=self._buffer,
+                                            block=self._block)
+            await self._follower.__aenter__()
+            self._writer = asyncio.create_task(self._write_forever(), name="llamon-redis-relay")
+        except BaseException:
+            await self.__aexit__()
+            raise
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._writer is not None:
+            self._writer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._writer
+            self._writer = None
+        if self._redis is not None:
+            await self._drain()  # close markers queued by the last turns' ends
+        if self._follower is not None:
+            await self._follower.__aexit__(*exc)
+            self._follower = None
+        if self._url is not None and self._redis is not None:
+            await self._redis.aclose()
+            self._redis = None
+
+    # ------------------------------------------------------------------ relay
+
+    def _enqueue(self, item: _Outgoing) -> None:
+        self._outbox.append(item)
+        self._pending.set()
+
+    async def _write_forever(self) -> None:
+        """Writes what a synchronous close queued (no awaiting caller flushes it)."""
+        while True:
+            await self._pending.wait()
+            await self._drain()
+
+    async def _drain(self) -> None:
+        """Write the queued events in order, one pipeline per batch."""
+        async with self._write_lock:
+            self._pending.clear()
+            while self._outbox:
+                batch = list(self._outbox)
+                self._outbox.clear()
+                async with self._redis.pipeline(transaction=False) as pipe:
+                    for item in batch:
+                        key = self.key(item.task_id)
+                        ends = item.final or item.payload is None
+                        pipe.xadd(key, encode(item.seq, item.payload, item.final),
+                                  maxlen=self._retain, approximate=True)
+                        pipe.pexpire(key, self._finished_ms if ends else self._running_ms)
+                    try:
+                        await pipe.execute()
+                    except Exception:  # followers see the numbering gap and end their streams
+                        log.exception("%d events could not be written to Redis", len(batch))
+
+    async def publish(
+        self, turn: Turn, payload: WireModel, *, save: bool, final: bool = False
+    ) -> None:
+        await super().publish(turn, payload, save=save, final=final)
+        await self._drain()
+
+    async def end(self, turn: Turn, ending: Ending) -> None:
+        await super().end(turn, ending)
+        await self._drain()
+
+    # ------------------------------------------------------------------ resubscribe
+
+    async def resubscribe(self, task_id: str, last_event_id: int | None) -> AsyncIterator[Event]:
+        local = self._hub.get(task_id)
+        if local is not None and not local.finished:  # its turn runs here
+            return await super().resubscribe(task_id, last_event_id)
+        if self._follower is None:
+            raise RuntimeError("the publisher is not running (use it as an async context)")
+        key = self.key(task_id)
+        entries = [decode(i, f) for i, f in await self._redis.xrange(key, "-", "+")]
+        running = bool(entries) and not entries[-1].closes
+        if last_event_id is not None and entries:
+            backlog = replay_after(entries, last_event_id)
+            if backlog:
+                if not running:
+                    return iterate(backlog)
+                return (await self._follow(key, entries, backlog)).__aiter__()
+        if running:
+            run = run_of(entries)
+            snapshot = next(
+                (i for i in range(len(run) - 1, -1, -1) if run[i].kind == "task"), None
+            )
+            if snapshot is not None:
+                task = run[snapshot].event[1]
+                backlog = [e.event for e in run[snapshot + 1:]]
+                sub = await self._follow(key, entries, backlog)
+                return prepend([(0, task)], sub.__aiter__())
+            record = await self._store.get(task_id)
+            if record is not None:
+                sub = await self._follow(key, entries, [])
+                return prepend([(0, record.task)], sub.__aiter__())
+        return await self._from_store(task_id)
+
+    async def _follow(self, key: str, entries: list[Entry], backlog: list[Event]) -> Any:
+        assert self._follower is not None
+        run = run_of(entries)
+        last_seq = run[-1].seq if run else 0
+        return await self._follower.follow(key, entries[-1].id, last_seq, backlog)
+
+    async def _from_store(self, task_id: str) -> AsyncIterator[Event]:
+        """The task as stored, then its final status (as ``LocalPublisher`` for a task that does
+        not run)."""
+        record = await self._store.get(task_id)
+        if record is None:
+            raise TaskNotFoundError(data={"taskId": task_id})
+        final = TaskStatusUpdateEvent(
+            task_id=record.id, context_id=record.context_id, status=record.task.status,
+            final=True,
+        )
+        events: list[Event] = [(0, record.task), (record.event_seq, final)]
+        return iterate(events)
+

@@ -1,0 +1,210 @@
+"""PostgreSQL storage (``--db postgresql://...``): tasks, human reviews and LangGraph checkpoints
+in one database, through one psycopg 3 connection pool (the ``postgres`` extra).
+
+The task rows are the SQLite store's (``_codec.py`` encodes them, the same columns); ``created``
+is an identity column, so "the latest task of a context" is the order PostgreSQL gave the
+inserts, whichever process made them. Checkpoints are LangGraph's own ``AsyncPostgresSaver``
+(every checkpoint kept, as LangGraph writes them: no pruning as on SQLite).
+
+The schema is created and migrated at start by :func:`migrate`, under one advisory lock, so
+servers that start together on a new database do not race on ``CREATE TABLE``
+(docs/storage.md, "PostgreSQL").
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager
+from typing import Any
+
+from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+from psycopg import AsyncConnection
+from psycopg.rows import dict_row, tuple_row
+from psycopg_pool import AsyncConnectionPool
+
+from ..a2a.types import RUNNING_STATES
+from ..errors import UnreadableTaskError
+from ..human_review.postgres import SCHEMA as REVIEWS_SCHEMA
+from ..human_review.postgres import PostgresReviewPort
+from . import _codec
+from .base import StoredTask, UnreadableRow
+
+__all__ = ["MIGRATIONS", "PostgresTaskStore", "migrate", "open_postgres"]
+
+#: the advisory lock key of schema changes ("llamon" in ASCII): every server takes it at start
+SCHEMA_LOCK = 0x6C6C616D6F6E
+
+#: the package's schema; the position is the version (``llamon_migrations``). A new version is
+#: a new entry at the end; an entry is never edited once released.
+MIGRATIONS: tuple[str, ...] = (
+    """
+    CREATE TABLE IF NOT EXISTS llamon_tasks (
+        id TEXT PRIMARY KEY,
+        context_id TEXT NOT NULL,
+        agent_id TEXT NOT NULL,
+        state TEXT NOT NULL,
+        event_seq BIGINT NOT NULL,
+        pending_interrupt TEXT,
+        reask_count INTEGER NOT NULL,
+        task BYTEA NOT NULL,
+        extra BYTEA,
+        created BIGINT GENERATED ALWAYS AS IDENTITY,
+        space TEXT NOT NULL DEFAULT 'anonymous',
+        updated DOUBLE PRECISION NOT NULL DEFAULT 0
+    );
+    CREATE INDEX IF NOT EXISTS llamon_tasks_context ON llamon_tasks (context_id, created);
+    CREATE INDEX IF NOT EXISTS llamon_tasks_state ON llamon_tasks (state, updated);
+    CREATE INDEX IF NOT EXISTS llamon_tasks_space ON llamon_tasks (space, state);
+    """,
+    REVIEWS_SCHEMA,
+)
+_MIGRATIONS_TABLE = "CREATE TABLE IF NOT EXISTS llamon_migrations (v INTEGER PRIMARY KEY)"
+_LOCK_POLL = 0.05  # seconds between attempts at the schema lock
+_LOCK_WAIT = 120.0  # a server that cannot take it this long gives up with a clear error
+
+_COLUMNS = "task, agent_id, event_seq, pending_interrupt, reask_count, extra, id, context_id"
+_RUNNING = sorted(RUNNING_STATES)
+_UPSERT_TASK = (
+    "INSERT INTO llamon_tasks (id, context_id, agent_id, state, event_seq,"
+    " pending_interrupt, reask_count, task, extra, space, updated)"
+    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+    " ON CONFLICT (id) DO UPDATE SET state = excluded.state,"
+    " event_seq = excluded.event_seq, pending_interrupt = excluded.pending_interrupt,"
+    " reask_count = excluded.reask_count, task = excluded.task, extra = excluded.extra,"
+    " updated = excluded.updated"
+)
+#: what every pooled connection is: autocommit (each statement commits on its own), and the
+#: settings ``AsyncPostgresSaver`` needs (dict rows, statements prepared at once)
+CONNECTION_KWARGS: dict[str, Any] = {
+    "autocommit": True, "prepare_threshold": 0, "row_factory": dict_row,
+}
+
+
+def _decode(row: Sequence[Any]) -> StoredTask:
+    return _codec.decode(*row[:6], task_id=row[6])
+
+
+def _decode_or_unreadable(row: Sequence[Any]) -> StoredTask | UnreadableRow:
+    try:
+        return _decode(row)
+    except UnreadableTaskError as exc:
+        return UnreadableRow(row[6], row[7], row[1], row[2], exc.detail)
+
+
+class PostgresTaskStore:
+    """Every ``save`` commits before it returns: a task the client saw is durable."""
+
+    def __init__(self, pool: AsyncConnectionPool[Any]) -> None:
+        self._pool = pool
+
+    async def _rows(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        async with self._pool.connection() as conn, conn.cursor(row_factory=tuple_row) as cur:
+            await cur.execute(sql, params)
+            return await cur.fetchall()
+
+    async def get(self, task_id: str) -> StoredTask | None:
+        rows = await self._rows(f"SELECT {_COLUMNS} FROM llamon_tasks WHERE id = %s", (task_id,))
+        return _decode(rows[0]) if rows else None
+
+    async def save(self, record: StoredTask) -> None:
+        row = (record.id, record.context_key, record.agent_id, record.state, record.event_seq,
+               record.pending_interrupt, record.reask_count, _codec.encode_task(record),
+               _codec.encode_extra(record), record.space, time.time())
+        async with self._pool.connection() as conn:
+            await conn.execute(_UPSERT_TASK, row)
+
+    async def latest_in_context(self, context_key: str) -> StoredTask | None:
+        rows = await self._rows(
+            f"SELECT {_COLUMNS} FROM llamon_tasks WHERE context_id = %s"
+            " ORDER BY created DESC LIMIT 1",
+            (context_key,),
+        )
+        return _decode(rows[0]) if rows else None
+
+    async def unfinished(self) -> list[StoredTask | UnreadableRow]:
+        rows = await self._rows(
+            f"SELECT {_COLUMNS} FROM llamon_tasks WHERE state = ANY(%s) ORDER BY created",
+            (_RUNNING,),
+        )
+        return [_decode_or_unreadable(row) for row in rows]
+
+    async def ping(self) -> None:
+        await self._rows("SELECT 1 FROM llamon_tasks LIMIT 1")
+
+    async def count_by_state(self) -> dict[str, int]:
+        rows = await self._rows("SELECT state, COUNT(*) FROM llamon_tasks GROUP BY state")
+        return {str(state): int(count) for state, count in rows}
+
+    async def count_in_state(self, space: str, state: str) -> int:
+        rows = await self._rows(
+            "SELECT COUNT(*) FROM llamon_tasks WHERE space = %s AND state = %s", (space, state)
+        )
+        return int(rows[0][0])
+
+    async def oldest_in_state(self, state: str) -> float | None:
+        rows = await self._rows(
+            # as on SQLite: a row with no known age (updated = 0) is left out
+            "SELECT MIN(updated) FROM llamon_tasks WHERE state = %s AND updated > 0", (state,)
+        )
+        return None if rows[0][0] is None else float(rows[0][0])
+
+
+async def _take_schema_lock(conn: AsyncConnection[Any]) -> None:
+    """A session advisory lock, taken by polling: LangGraph's migrations include ``CREATE
+    INDEX CONCURRENTLY``, which cannot run in a transaction (so no ``pg_advisory_xact_lock``)
+    and waits for every older transaction of the database, so a server must not wait for the
+    lock inside a statement (it would be such a transaction, and the two would deadlock)."""
+    waited = 0.0
+    while True:
+        cur = await conn.execute("SELECT pg_try_advisory_lock(%s)", (SCHEMA_LOCK,))
+        row = await cur.fetchone()
+        if row is not None and next(iter(row.values())):
+            return
+        if waited >= _LOCK_WAIT:
+            raise TimeoutError(
+                f"another server has held the schema lock for {_LOCK_WAIT:.0f} s "
+                f"(pg_advisory_lock {SCHEMA_LOCK})"
+            )
+        await asyncio.sleep(_LOCK_POLL)
+        waited += _LOCK_POLL
+
+
+async def migrate(url: str) -> None:
+    """Create or upgrade the package's tables and LangGraph's checkpoint tables, once per
+    database whatever the number of servers starting: under one advisory lock, the package's
+    missing versions in one transaction, then ``AsyncPostgresSaver.setup()`` (its own
+    versioned migrations)."""
+    async with await AsyncConnection.connect(url, **CONNECTION_KWARGS) as conn:
+        await _take_schema_lock(conn)
+        try:
+            async with conn.transaction():
+                await conn.execute(_MIGRATIONS_TABLE)
+                cur = await conn.execute("SELECT COALESCE(MAX(v), -1) AS v FROM llamon_migrations")
+                row = await cur.fetchone()
+                done = int(row["v"]) if row is not None else -1
+                for version in range(done + 1, len(MIGRATIONS)):
+                    await conn.execute(MIGRATIONS[version], prepare=False)  # several statements
+                    await conn.execute("INSERT INTO llamon_migrations (v) VALUES (%s)", (version,))
+            await AsyncPostgresSaver(conn).setup()
+        finally:
+            if not conn.closed:
+                await conn.execute("SELECT pg_advisory_unlock(%s)", (SCHEMA_LOCK,))
+
+
+@asynccontextmanager
+async def open_postgres(
+    url: str, *, max_connections: int = 20
+) -> AsyncIterator[tuple[PostgresTaskStore, PostgresReviewPort, AsyncPostgresSaver]]:
+    """The schema migrated, then one pool for the task store, the review port and the
+    checkpointer; the pool is closed on the way out, also when opening fails half-way."""
+    await migrate(url)  # a connection of its own: an unreachable server fails here, clearly
+    async with AsyncExitStack() as opened:
+        pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
+            url, min_size=1, max_size=max_connections, kwargs=CONNECTION_KWARGS, open=False,
+            name="llamon",
+        )
+        await pool.open(wait=True, timeout=30)
+        opened.push_async_callback(pool.close)
+        yield PostgresTaskStore(pool), PostgresReviewPort(pool), AsyncPostgresSaver(pool)
