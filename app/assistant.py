@@ -1,7 +1,8 @@
 """The email assistant (agent ``email-assistant``): ``send_email`` waits for a human.
 
 ``search_contacts`` runs without review; ``send_email`` needs approval (approve, edit or
-reject) and writes to the outbox (a table in the server's database) only when it really runs.
+reject) and writes to the outbox (a table in the server's database) only when it really runs,
+once per tool call: it takes its ``tool_call_id`` (``InjectedToolCallId``) as the outbox's key.
 The model is ``$LLAMON_MODEL`` (``provider:model``, through LangChain's ``init_chat_model``),
 else the offline :class:`~app.planner.EmailPlanner`, so the demo works with no key.
 """
@@ -9,11 +10,11 @@ else the offline :class:`~app.planner.EmailPlanner`, so the demo works with no k
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Annotated, Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig
-from langchain_core.tools import BaseTool, tool
+from langchain_core.tools import BaseTool, InjectedToolCallId, tool
 from langgraph.graph import StateGraph
 
 from llamon_agent import Agent, review_graph
@@ -47,11 +48,21 @@ def email_tools(outbox: Outbox | None = None) -> list[BaseTool]:
         return "\n".join(found) if found else f"No contact matches {query!r}."
 
     @tool
-    async def send_email(to: str, subject: str, body: str, config: RunnableConfig) -> str:
+    async def send_email(
+        to: str,
+        subject: str,
+        body: str,
+        config: RunnableConfig,
+        tool_call_id: Annotated[str, InjectedToolCallId],
+    ) -> str:
         """Send an email to one address. A human approves it first."""
+        # keyed on the call's id: a turn re-run from its checkpoint (same model message, same
+        # ids) gets the first email back instead of sending it again
         thread_id = (config.get("configurable") or {}).get("thread_id")
-        number = await (outbox or server_outbox(config)).send(to, subject, body, thread_id)
-        return f"Email #{number} sent to {to} with subject {subject!r}."
+        sent = await (outbox or server_outbox(config)).send_once(
+            tool_call_id, to, subject, body, thread_id
+        )
+        return f"Email #{sent.number} sent to {sent.to} with subject {sent.subject!r}."
 
     return [search_contacts, send_email]
 

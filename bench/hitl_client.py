@@ -247,9 +247,12 @@ async def fill_waiting(
     users: int = 16,
     time_limit: float = 600.0,
     max_errors: int = 500,
+    agent: str = "hitl",
+    text: str = "start",
 ) -> None:
-    """Start tasks that wait for an answer until ``into`` holds ``count``; stops early when
-    ``time_limit`` seconds pass or ``max_errors`` errors have been seen."""
+    """Start tasks that wait for an answer (``text`` to ``agent``) until ``into`` holds
+    ``count``; stops early when ``time_limit`` seconds pass or ``max_errors`` errors have been
+    seen."""
     deadline = time.perf_counter() + time_limit
     missing = count - len(into.tasks)
 
@@ -261,7 +264,7 @@ async def fill_waiting(
                 missing -= 1
                 context_id = uuid.uuid4().hex
                 try:
-                    answer = await conn.post(send_body("hitl", "start", context_id=context_id))
+                    answer = await conn.post(send_body(agent, text, context_id=context_id))
                     into.tasks.append((context_id, task_of(answer, INPUT_REQUIRED)["id"]))
                 except (ProtocolError, OSError, asyncio.IncompleteReadError, ValueError) as exc:
                     missing += 1
@@ -274,9 +277,17 @@ async def fill_waiting(
 
 
 async def resume_latency(
-    port: int, waiting: Waiting, samples: int, *, with_task_id: bool = False
+    port: int,
+    waiting: Waiting,
+    samples: int,
+    *,
+    with_task_id: bool = False,
+    agent: str = "hitl",
+    text: str = "an answer",
+    expect: str = COMPLETED,
 ) -> tuple[list[float], Errors]:
-    """Answer ``samples`` waiting tasks one at a time (spread over the list); latency in ms."""
+    """Answer ``samples`` waiting tasks one at a time (spread over the list) with ``text``, each
+    answer expected to leave its task in ``expect``; latency in ms."""
     picked = waiting.tasks[:: max(1, len(waiting.tasks) // samples)][:samples]
     chosen = set(picked)
     waiting.tasks = [t for t in waiting.tasks if t not in chosen]
@@ -285,11 +296,11 @@ async def resume_latency(
     conn = Connection(port)
     try:
         for context_id, task_id in picked:
-            body = send_body("hitl", "an answer", context_id=context_id,
+            body = send_body(agent, text, context_id=context_id,
                              task_id=task_id if with_task_id else None)
             t0 = time.perf_counter()
             try:
-                task_of(await conn.post(body), COMPLETED)
+                task_of(await conn.post(body), expect)
                 latencies.append((time.perf_counter() - t0) * 1e3)
             except (ProtocolError, OSError, asyncio.IncompleteReadError, ValueError) as exc:
                 errors.add(exc)

@@ -19,7 +19,6 @@ import json
 import math
 import os
 import platform
-import re
 import shutil
 import signal
 import socket
@@ -27,7 +26,6 @@ import statistics
 import subprocess
 import sys
 import time
-from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,7 +35,14 @@ ROOT = BENCH.parent
 sys.path.insert(0, str(ROOT))
 
 from bench import hitl_client as hc  # noqa: E402
-from bench.procs import core_busy_ticks, cpu_ticks, pinned, proc_status, wait_for_card  # noqa: E402
+from bench.procs import (  # noqa: E402
+    core_busy_ticks,
+    cpu_ticks,
+    log_summary,
+    pinned,
+    proc_status,
+    wait_for_card,
+)
 
 RESULTS = BENCH / "results"
 SDK_VENV = BENCH / ".venvs" / "a2a-sdk"
@@ -159,15 +164,7 @@ class Server:
 
     def log_summary(self) -> dict[str, Any]:
         """Tracebacks in the server's log, and its most frequent message and exception lines."""
-        text = self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
-        lines = Counter(
-            re.sub(r"[0-9a-f]{8}-[0-9a-f-]{27}|[0-9a-f]{32}", "<id>", line)
-            for line in text.splitlines()
-            if line and not line[0].isspace() and not line.startswith(("Traceback", "During handling",
-                                                                        "The above exception"))
-        )
-        return {"tracebacks": text.count("Traceback (most recent call last)"),
-                "top_lines": lines.most_common(6), "log": str(self.log_path.relative_to(ROOT))}
+        return log_summary(self.log_path, ROOT)
 
 
 # --- scenarios ------------------------------------------------------------------------------

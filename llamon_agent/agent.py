@@ -43,6 +43,10 @@ class Agent:
     ``llm`` classifies free-text answers to option questions. ``durability`` is LangGraph's
     checkpoint durability: the default ``"exit"`` writes once per turn, which is all a task
     needs because a turn always ends at an interrupt or at the end of the graph.
+    ``on_takeover``: what a live server does with a run of this agent that a stopped server
+    (a restart, a replica killed) left unfinished: ``"continue"`` runs the turn again from its
+    last checkpoint (tools must be idempotent: docs/tool-review.md), ``"fail"`` ends the task
+    ``failed`` with a message. A question is asked again either way.
     """
 
     def __init__(
@@ -55,6 +59,7 @@ class Agent:
         skills: Sequence[Mapping[str, Any]] | None = None,
         llm: BaseChatModel | None = None,
         durability: Durability = "exit",
+        on_takeover: Literal["continue", "fail"] = "continue",
     ) -> None:
         if not isinstance(id, str) or not _AGENT_ID.match(id):
             raise ValueError(f"agent id must match {_AGENT_ID.pattern}, got {id!r}")
@@ -69,6 +74,9 @@ class Agent:
         ]
         self.llm = llm
         self.durability: Durability = durability
+        if on_takeover not in ("continue", "fail"):
+            raise ValueError(f"on_takeover must be 'continue' or 'fail', got {on_takeover!r}")
+        self.on_takeover = on_takeover
         _warn_if_outputless(id, graph)
 
     def compile(self, checkpointer: BaseCheckpointSaver[Any]) -> Pregel[Any, Any, Any, Any]:

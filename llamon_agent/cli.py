@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib
 import importlib.util
 import math
@@ -15,6 +16,7 @@ from urllib.parse import urlsplit
 
 from .agent import Agent
 from .auth import CredentialConfigError, parse_file
+from .backends.events_url import parse_events_url
 from .core.bounds import Limits
 from .server.app import create_app
 from .server.exposure import check_exposure
@@ -27,6 +29,7 @@ from .server.serve import (
     DEFAULT_REQUEST_TIMEOUT,
     ServeOptions,
     serve,
+    serve_workers,
 )
 from .settings import DEFAULT_DB, Settings
 from .stores.url import parse_database_url
@@ -63,6 +66,8 @@ def build_app(
     quotas: Quotas | None = None,
     api_keys: Mapping[str, str] | None = None,
     extended_card: str | None = None,
+    events: str | None = None,
+    lease: float | None = None,
 ) -> Any:
     """A list of Agents becomes an app on ``db``; anything else is served as the ASGI app it is
     (``card``, ``public_url``, ``limits`` and ``quotas`` apply to a list of Agents only;
@@ -79,6 +84,7 @@ def build_app(
             return create_app(
                 list(obj), db=db, card=card_path, public_url=public_url, limits=limits,
                 settings=settings, quotas=quotas, api_keys=api_keys, extended_card=extended_card,
+                events=events or "local://", lease=lease,
             )
         except (CredentialConfigError, ImportError) as exc:  # one line, never a secret
             raise SystemExit(f"error: {exc}") from None
@@ -157,6 +163,18 @@ def _database(text: str) -> str:
     return text
 
 
+def _events(text: str | None) -> str | None:
+    """An events setting ``parse_events_url`` accepts; Redis only with its extra installed."""
+    try:
+        url = parse_events_url(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    if url.kind == "redis" and importlib.util.find_spec("redis") is None:
+        raise argparse.ArgumentTypeError(
+            "Redis events need the redis extra: pip install 'llamon-agent[redis]'")
+    return text if url.kind == "redis" else None
+
+
 #: ``Limits`` fields and what each bounds, for --help (defaults come from ``Limits()``)
 _LIMIT_HELP = {
     "max_body_bytes": "bytes of one request body (JSON-RPC and REST)",
@@ -185,6 +203,20 @@ def _parser(settings: Settings) -> argparse.ArgumentParser:
                            "sqlite:///PATH; one server per file), :memory:, or "
                            "postgresql://USER@HOST/DATABASE (the postgres extra) (default: "
                            f"$LLAMON_DATABASE_URL, else $LLAMON_DB, else {DEFAULT_DB})")
+    serve_cmd.add_argument("--events", default=settings.events, type=_events, metavar="URL",
+                           help="where stream events, resubscribe replay and cancel requests "
+                           "travel between replicas: redis://HOST[:PORT][/DB][?prefix=NAME] "
+                           "(the redis extra), or local:// to keep them in the process "
+                           "(default: $LLAMON_EVENTS_URL, else in the process)")
+    serve_cmd.add_argument("--lease", type=_seconds, default=settings.lease, metavar="SECONDS",
+                           help="PostgreSQL: how long a replica's claims on the runs it executes "
+                           "outlive its last heartbeat; a dead replica's runs are taken over "
+                           "after it (default: $LLAMON_LEASE_SECONDS, else %(default)s)")
+    serve_cmd.add_argument("--workers", type=_positive_int, default=settings.workers,
+                           metavar="N", help="server processes sharing the listening socket, "
+                           "each with its own connections and pool; more than one needs a "
+                           "PostgreSQL --db and --events redis://... (default: $LLAMON_WORKERS, "
+                           "else %(default)s)")
     serve_cmd.add_argument("--card", default=None,
                            help="agent card JSON (default: ./agent-card.json when present)")
     public_url = settings.public_url
@@ -276,6 +308,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     except ValueError as exc:  # a malformed variable: one line, not a traceback
         raise SystemExit(f"error: {exc}") from None
     args = _parser(settings).parse_args(argv)
+    refused = _workers_refusal(args.workers, args.db, args.events)
+    if refused is not None:  # before anything is built or opened
+        raise SystemExit(f"error: {refused}")
     configure_logging(args.log_format, args.log_level)  # before anything below logs
     limits = Limits(**{name: getattr(args, name) for name in _LIMIT_HELP})
     try:
@@ -284,18 +319,41 @@ def main(argv: Sequence[str] | None = None) -> None:
                         max_waiting_tasks=args.quota_waiting_tasks)
     except ValueError as exc:
         raise SystemExit(f"error: {exc}") from None
-    app = build_app(args.target, args.db, args.card, public_url=args.public_url, limits=limits,
-                    settings=settings, quotas=quotas, api_keys=args.api_keys,
-                    extended_card=args.extended_card)
+    # the recipe as well as the app: each worker process builds its own (an app is not
+    # picklable); the parent's app checks the settings once, before any worker starts
+    make_app = functools.partial(
+        build_app, args.target, args.db, args.card, public_url=args.public_url, limits=limits,
+        settings=settings, quotas=quotas, api_keys=args.api_keys,
+        extended_card=args.extended_card, events=args.events, lease=args.lease)
+    app = make_app()
     refusal = check_exposure(app, args.host, allow_unauthenticated=args.allow_unauthenticated)
     if refusal is not None:
         raise SystemExit(f"error: {refusal}")
-    serve(app, ServeOptions(
+    options = ServeOptions(
         host=args.host, port=args.port, log_level=args.log_level,
         request_timeout=args.request_timeout, keep_alive=args.keep_alive,
         max_connections=args.max_connections, log_format=args.log_format,
         access_log=not logs_requests(app),  # create_app's apps log each request themselves
-    ))
+        workers=args.workers,
+    )
+    if args.workers == 1:
+        serve(app, options)
+    else:
+        serve_workers(make_app, options)
+
+
+def _workers_refusal(workers: int, db: str, events: str | None) -> str | None:
+    """Several worker processes need storage and events every one of them reaches."""
+    if workers == 1:
+        return None
+    kind = parse_database_url(db).kind
+    if kind == "sqlite":
+        return f"{workers} workers need a PostgreSQL --db: a SQLite file allows one server"
+    if kind == "memory":
+        return f"{workers} workers need a PostgreSQL --db: memory storage lives in one process"
+    if events is None:
+        return f"{workers} workers need --events redis://...: stream events must cross processes"
+    return None
 
 
 if __name__ == "__main__":  # pragma: no cover

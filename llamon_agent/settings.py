@@ -1,7 +1,9 @@
 """``Settings``: every environment variable the package reads, read in one place.
 
 The CLI and ``create_app`` call ``Settings.from_env()`` once and pass the values on explicitly;
-nothing in the package writes ``os.environ``. Explicit arguments (``--db``, ``create_app(db=)``)
+nothing in the package writes ``os.environ`` (except prometheus-client's own
+``PROMETHEUS_MULTIPROC_DIR``, which a server of several workers names for its worker processes:
+``server/metrics.py`` ``shared_metrics``). Explicit arguments (``--db``, ``create_app(db=)``)
 win over the environment.
 """
 
@@ -13,9 +15,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TypeVar
 
-__all__ = ["DEFAULT_DB", "Settings"]
+__all__ = ["DEFAULT_DB", "DEFAULT_LEASE", "Settings"]
 
 DEFAULT_DB = "llamon.sqlite3"
+#: seconds a replica's claims outlive its last heartbeat (``LLAMON_LEASE_SECONDS``)
+DEFAULT_LEASE = 30.0
 
 _Number = TypeVar("_Number", int, float)
 
@@ -45,7 +49,14 @@ class Settings:
 
     Operations (docs/operations.md "Logs", "Metrics"): ``log_format`` (``LLAMON_LOG_FORMAT``,
     ``text`` or ``json``; another value raises ``ValueError``); ``metrics_token``
-    (``LLAMON_METRICS_TOKEN``): the bearer token ``/metrics`` asks for, none leaves it public."""
+    (``LLAMON_METRICS_TOKEN``): the bearer token ``/metrics`` asks for, none leaves it public.
+
+    Replicas (docs/operations.md "Replicas"): ``events`` (``LLAMON_EVENTS_URL``): where stream
+    events travel between replicas, ``redis://...`` (the ``redis`` extra), none keeps them in
+    the process; ``lease`` (``LLAMON_LEASE_SECONDS``, default 30): how long a replica's claim on
+    the runs it executes outlives its last heartbeat (PostgreSQL only); ``workers``
+    (``LLAMON_WORKERS``, default 1): server processes sharing the listening socket (``--workers``
+    wins; more than one needs PostgreSQL and Redis events)."""
 
     db: str = DEFAULT_DB
     reviewer_token: str | None = None
@@ -63,6 +74,9 @@ class Settings:
     reviewer_tokens: str | None = None
     log_format: str = "text"
     metrics_token: str | None = None
+    events: str | None = None
+    lease: float = DEFAULT_LEASE
+    workers: int = 1
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -84,6 +98,9 @@ class Settings:
             reviewer_tokens=env.get("LLAMON_REVIEWER_TOKENS") or None,
             log_format=_log_format(env),
             metrics_token=env.get("LLAMON_METRICS_TOKEN") or None,
+            events=env.get("LLAMON_EVENTS_URL") or None,
+            lease=_positive(env, "LLAMON_LEASE_SECONDS", float) or DEFAULT_LEASE,
+            workers=_positive(env, "LLAMON_WORKERS", int) or 1,
         )
 
 

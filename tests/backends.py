@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, NoReturn
 from urllib.parse import quote, urlsplit, urlunsplit
 
@@ -25,7 +26,8 @@ POSTGRES_ADMIN_URL = os.environ.get(
     "LLAMON_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"
 )
 
-__all__ = ["POSTGRES_ADMIN_URL", "postgres_database", "postgres_url", "unavailable"]
+__all__ = ["POSTGRES_ADMIN_URL", "fresh_schema", "postgres_database", "postgres_url",
+           "unavailable"]
 
 
 def unavailable(reason: str) -> NoReturn:
@@ -70,16 +72,24 @@ def postgres_database() -> Iterator[str]:
         admin.close()
 
 
-@pytest.fixture
-def postgres_url(postgres_database: str) -> Iterator[str]:
-    """A URL of an empty schema of the session's database, for one test; dropped after it."""
+@contextmanager
+def fresh_schema(database_url: str) -> Iterator[str]:
+    """A URL of a new, empty schema of ``database_url``, dropped at the end (``postgres_url``;
+    a fixture of a wider scope gives it ``postgres_database``)."""
     import psycopg
 
     schema = f"t_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(postgres_database, autocommit=True) as conn:
+    with psycopg.connect(database_url, autocommit=True) as conn:
         conn.execute(f'CREATE SCHEMA "{schema}"')
     try:
-        yield _with_schema(postgres_database, schema)
+        yield _with_schema(database_url, schema)
     finally:
-        with psycopg.connect(postgres_database, autocommit=True) as conn:
+        with psycopg.connect(database_url, autocommit=True) as conn:
             conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+@pytest.fixture
+def postgres_url(postgres_database: str) -> Iterator[str]:
+    """A URL of an empty schema of the session's database, for one test; dropped after it."""
+    with fresh_schema(postgres_database) as url:
+        yield url

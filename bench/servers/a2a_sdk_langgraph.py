@@ -1,6 +1,9 @@
 """The official a2a-sdk 0.3.26 running the benchmark's LangGraph graphs, as a LangGraph user
 would wire it: the graphs (``interrupt()`` inside the node) compiled once with
-``AsyncSqliteSaver`` on a SQLite file, tasks in the SDK's ``InMemoryTaskStore``.
+``AsyncSqliteSaver`` on a SQLite file, or with ``AsyncPostgresSaver`` when ``--db`` is a
+``postgresql://`` URL (langgraph-checkpoint-postgres: one connection, as
+``from_conn_string`` opens it, and ``setup()`` once at start), tasks in the SDK's
+``InMemoryTaskStore``.
 
 ``execute()`` uses ``context_id`` as the LangGraph ``thread_id``: when the thread's checkpoint
 has a pending interrupt it resumes with ``Command(resume=text)``, else it invokes the graph with
@@ -11,7 +14,7 @@ end of the graph ``completed`` with the ``result`` as a data artifact.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
 from a2a.server.agent_execution import AgentExecutor, RequestContext
@@ -67,11 +70,20 @@ class LangGraphExecutor(AgentExecutor):
 
 
 def lifespan(db: str, executor: LangGraphExecutor) -> Any:
-    """Open ``AsyncSqliteSaver.from_conn_string(db)`` for the life of the app; compile once."""
+    """Open ``AsyncSqliteSaver.from_conn_string(db)`` (or ``AsyncPostgresSaver``'s, for a
+    ``postgresql://`` URL) for the life of the app; compile once."""
 
     @asynccontextmanager
     async def run(_app: Any) -> AsyncIterator[None]:
-        async with AsyncSqliteSaver.from_conn_string(db) as saver:
+        async with AsyncExitStack() as stack:
+            saver: Any
+            if db.startswith(("postgresql://", "postgres://")):
+                from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+
+                saver = await stack.enter_async_context(AsyncPostgresSaver.from_conn_string(db))
+                await saver.setup()
+            else:
+                saver = await stack.enter_async_context(AsyncSqliteSaver.from_conn_string(db))
             executor.graphs[INSTANT] = instant_graph().compile(checkpointer=saver)
             executor.graphs[HITL] = native_hitl_graph().compile(checkpointer=saver)
             yield
@@ -81,7 +93,8 @@ def lifespan(db: str, executor: LangGraphExecutor) -> Any:
 
 def main() -> None:
     p = parser(__doc__)
-    p.add_argument("--db", required=True, help="SQLite file for the LangGraph checkpointer")
+    p.add_argument("--db", required=True,
+                   help="SQLite file, or postgresql:// URL, for the LangGraph checkpointer")
     p.add_argument("--durability", choices=["sync", "async", "exit"], default=None,
                    help="LangGraph checkpoint durability (default: LangGraph's own)")
     args = p.parse_args()

@@ -20,6 +20,10 @@ its last renewal. Times are the database's clock, never a replica's.
 A claim's ``task_id`` is set by the turn once its task is known (``TurnWorker.start``); the
 claim notices and the heartbeat task writes it at once, so that a refused message on another
 replica names the task that keeps the context busy.
+
+A renewal that finds a held claim's row gone or owned by another (its lease ran out, say during
+a long database outage, and another process took the context) drops the claim, logs a warning
+and tells ``on_lost``: the turn running under it no longer owns its context.
 """
 
 from __future__ import annotations
@@ -29,47 +33,70 @@ import contextlib
 import logging
 import re
 import uuid
-from dataclasses import dataclass
+from collections.abc import Callable, Collection
+from dataclasses import dataclass, field
 from typing import Any
+
+from psycopg.rows import tuple_row
+from psycopg_pool import AsyncConnectionPool
 
 from ..runtime.claims import Claim, ClaimTaken
 
-__all__ = ["PostgresClaims"]
+__all__ = ["LostClaim", "PostgresClaims"]
 
 log = logging.getLogger(__name__)
 
 _NAME = re.compile(r"^[a-z_][a-z0-9_]*$")
 
+#: told of a held claim that a renewal found gone or owned by another process
+LostClaim = Callable[[Claim], None]
+
 
 @dataclass(eq=False)
 class _HeldClaim(Claim):
     owner: str = ""
+    #: called when the turn sets ``task_id`` (the claims write it at once)
+    on_task: Callable[[_HeldClaim], None] | None = field(default=None, repr=False)
 
     def __setattr__(self, name: str, value: Any) -> None:
         super().__setattr__(name, value)
-        notify = self.__dict__.get("_notify")
-        if name == "task_id" and notify is not None:
-            notify(self)
+        hook = self.__dict__.get("on_task")  # absent while the dataclass initialises
+        if name == "task_id" and hook is not None:
+            hook(self)
 
 
 class PostgresClaims:
-    """An async context manager over a ``psycopg_pool.AsyncConnectionPool`` (the caller's):
-    entering creates the table (idempotently, under an advisory lock, so replicas starting
-    together do not race) and starts the heartbeat; leaving stops it and deletes the claims
-    still held (a clean stop frees its contexts at once)."""
+    """An async context manager over a ``psycopg_pool.AsyncConnectionPool`` (the caller's, opened
+    and closed by it; autocommit or not, any row factory): entering creates the table
+    (idempotently, under an advisory lock, so replicas starting together do not race), deletes
+    expired rows and starts the heartbeat; leaving stops it and deletes the claims still held
+    (a clean stop frees its contexts at once). ``on_lost`` runs in the heartbeat task and must
+    not block; it is given the very ``Claim`` that ``acquire`` returned."""
 
-    def __init__(self, pool: Any, *, lease: float = 30.0, table: str = "llamon_claims") -> None:
+    def __init__(
+        self, pool: AsyncConnectionPool[Any], *, lease: float = 30.0,
+        table: str = "llamon_claims", on_lost: LostClaim | None = None,
+    ) -> None:
         if not _NAME.match(table):
             raise ValueError(f"not a plain table name: {table!r}")
         if lease <= 0:
             raise ValueError("the lease must be positive")
         self._pool = pool
-        self._lease = lease
+        self._lease = float(lease)
         self._table = table
+        self._on_lost = on_lost
         self._held: dict[str, _HeldClaim] = {}  # owner token -> claim
         self._noted: set[str] = set()  # owners whose task id is not written yet
         self._wake = asyncio.Event()
         self._heartbeat: asyncio.Task[None] | None = None
+        self._cleanups: set[asyncio.Task[None]] = set()
+
+    async def _rows(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        """One statement, committed when it returns (the pool commits a connection given back
+        in a transaction); rows as tuples whatever the pool's row factory."""
+        async with self._pool.connection() as conn, conn.cursor(row_factory=tuple_row) as cur:
+            await cur.execute(sql, params)
+            return await cur.fetchall() if cur.description is not None else []
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -81,6 +108,8 @@ class PostgresClaims:
                 f"CREATE TABLE IF NOT EXISTS {t} (key text PRIMARY KEY, owner text NOT NULL, "
                 "task_id text, expires_at timestamptz NOT NULL)"
             )
+            # dead processes' rows: free to take anyway, and nothing else would delete them
+            await conn.execute(f"DELETE FROM {t} WHERE expires_at < now()")
         self._heartbeat = asyncio.create_task(self._beat(), name="llamon-claims-heartbeat")
         return self
 
@@ -90,14 +119,12 @@ class PostgresClaims:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._heartbeat
             self._heartbeat = None
-        owners = list(self._held)
+        if self._cleanups:
+            await asyncio.gather(*self._cleanups, return_exceptions=True)
+        held = list(self._held.values())
         self._held.clear()
-        if owners:
-            with contextlib.suppress(Exception):  # the database gone: the rows expire
-                async with self._pool.connection() as conn:
-                    await conn.execute(
-                        f"DELETE FROM {self._table} WHERE owner = ANY(%s)", (owners,)
-                    )
+        self._noted.clear()
+        await self._delete(held)
 
     # ------------------------------------------------------------------ ContextClaims
 
@@ -107,54 +134,86 @@ class PostgresClaims:
         owner = uuid.uuid4().hex
         t = self._table
         for _ in range(3):  # the holder may release between the insert and the read
-            async with self._pool.connection() as conn:
-                taken = await (await conn.execute(
+            try:
+                taken = await self._rows(
                     f"INSERT INTO {t} (key, owner, task_id, expires_at) "
                     "VALUES (%s, %s, NULL, now() + make_interval(secs => %s)) "
                     "ON CONFLICT (key) DO UPDATE SET owner = EXCLUDED.owner, task_id = NULL, "
                     f"expires_at = EXCLUDED.expires_at WHERE {t}.expires_at < now() "
                     "RETURNING owner",
                     (key, owner, self._lease),
-                )).fetchone()
-                if taken is not None:
-                    claim = _HeldClaim(key, None, owner)
-                    claim._notify = self._note
-                    self._held[owner] = claim
-                    return claim
-                holder = await (await conn.execute(
-                    f"SELECT task_id FROM {t} WHERE key = %s", (key,)
-                )).fetchone()
-            if holder is not None:
-                raise ClaimTaken(holder[0])
+                )
+            except BaseException:
+                # cancelled (or failed) after the row may have committed: nobody would renew
+                # it, and the context would stay busy for a whole lease
+                self._delete_later(_HeldClaim(key, None, owner))
+                raise
+            if taken:
+                claim = _HeldClaim(key, None, owner, on_task=self._note)
+                self._held[owner] = claim
+                return claim
+            holder = await self._rows(f"SELECT task_id FROM {t} WHERE key = %s", (key,))
+            if holder:
+                raise ClaimTaken(holder[0][0])
         raise ClaimTaken(None)
 
     async def release(self, claim: Claim) -> None:
-        """Deletes the row only while this claim owns it (never a claim taken over since)."""
+        """Deletes the row only while this claim owns it (never a claim taken over since).
+        Never raises for the database: the row of a claim not deleted expires with its lease,
+        and the turn that ends must not fail for it."""
         owner = getattr(claim, "owner", None)
-        if owner is None or self._held.pop(owner, None) is None:
+        held = self._held.get(owner) if isinstance(owner, str) else None
+        if held is None or held is not claim:
             return
-        self._noted.discard(owner)
-        async with self._pool.connection() as conn:
-            await conn.execute(
-                f"DELETE FROM {self._table} WHERE key = %s AND owner = %s", (claim.key, owner)
-            )
+        del self._held[held.owner]
+        self._noted.discard(held.owner)
+        await self._delete([held])
 
     async def held(self, key: str) -> bool:
-        async with self._pool.connection() as conn:
-            row = await (await conn.execute(
-                f"SELECT 1 FROM {self._table} WHERE key = %s AND expires_at >= now()", (key,)
-            )).fetchone()
-        return row is not None
+        found = await self._rows(
+            f"SELECT 1 FROM {self._table} WHERE key = %s AND expires_at >= now()", (key,)
+        )
+        return bool(found)
+
+    async def held_among(self, keys: Collection[str]) -> set[str]:
+        if not keys:
+            return set()
+        found = await self._rows(
+            f"SELECT key FROM {self._table} WHERE key = ANY(%s) AND expires_at >= now()",
+            (list(keys),),
+        )
+        return {row[0] for row in found}
+
+    # ------------------------------------------------------------------ rows
+
+    async def _delete(self, claims: list[_HeldClaim]) -> None:
+        if not claims:
+            return
+        try:
+            await self._rows(
+                f"DELETE FROM {self._table} AS c USING unnest(%s::text[], %s::text[]) "
+                "AS v(key, owner) WHERE c.key = v.key AND c.owner = v.owner",
+                ([c.key for c in claims], [c.owner for c in claims]),
+            )
+        except Exception as exc:  # the database away: the rows expire with their lease
+            log.warning("could not delete %d context claim(s), they expire with their lease: "
+                        "%s", len(claims), exc)
+
+    def _delete_later(self, claim: _HeldClaim) -> None:
+        task = asyncio.create_task(self._delete([claim]))
+        self._cleanups.add(task)
+        task.add_done_callback(self._cleanups.discard)
 
     # ------------------------------------------------------------------ heartbeat
 
     def _note(self, claim: _HeldClaim) -> None:
-        if claim.owner in self._held:
+        if self._held.get(claim.owner) is claim:
             self._noted.add(claim.owner)
             self._wake.set()
 
     async def _beat(self) -> None:
-        """Write noted task ids at once; renew every held claim every ``lease / 3`` seconds."""
+        """Write noted task ids at once; renew every held claim every ``lease / 3`` seconds.
+        A failed step is tried again at the next beat; one never keeps the other from running."""
         interval = self._lease / 3
         loop = asyncio.get_running_loop()
         next_renewal = loop.time() + interval
@@ -164,35 +223,53 @@ class PostgresClaims:
             self._wake.clear()
             try:
                 await self._write_task_ids()
-                if loop.time() >= next_renewal:
-                    next_renewal = loop.time() + interval
+            except Exception as exc:
+                log.warning("could not write the task ids of context claims: %s", exc)
+            if loop.time() >= next_renewal:
+                next_renewal = loop.time() + interval
+                try:
                     await self._renew()
-            except asyncio.CancelledError:
-                raise
-            except Exception:  # the database away: try again at the next beat
-                log.exception("claims heartbeat failed")
+                except Exception as exc:
+                    log.warning("could not renew the context claims: %s", exc)
 
     async def _write_task_ids(self) -> None:
-        noted = [self._held[o] for o in list(self._noted) if o in self._held]
+        noted = [self._held[o] for o in self._noted if o in self._held]
         self._noted.clear()
         if not noted:
             return
-        async with self._pool.connection() as conn:
-            await conn.execute(
-                f"UPDATE {self._table} AS c SET task_id = v.task_id "
-                "FROM unnest(%s::text[], %s::text[]) AS v(owner, task_id) WHERE c.owner = v.owner",
-                ([c.owner for c in noted], [c.task_id for c in noted]),
+        try:
+            await self._rows(
+                f"UPDATE {self._table} AS c SET task_id = v.task_id FROM unnest(%s::text[], "
+                "%s::text[], %s::text[]) AS v(key, owner, task_id) "
+                "WHERE c.key = v.key AND c.owner = v.owner",
+                ([c.key for c in noted], [c.owner for c in noted], [c.task_id for c in noted]),
             )
+        except BaseException:
+            self._noted.update(c.owner for c in noted if self._held.get(c.owner) is c)
+            raise
 
     async def _renew(self) -> None:
-        owners = list(self._held)
-        if not owners:
+        held = list(self._held.values())
+        if not held:
             return
-        async with self._pool.connection() as conn:
-            cursor = await conn.execute(
-                f"UPDATE {self._table} SET expires_at = now() + make_interval(secs => %s) "
-                "WHERE owner = ANY(%s)", (self._lease, owners),
-            )
-        if cursor.rowcount < len(owners):  # renewed too late: another process took some
-            log.warning("%d of %d context claims were lost (not renewed within the lease)",
-                        len(owners) - cursor.rowcount, len(owners))
+        renewed = {row[0] for row in await self._rows(
+            f"UPDATE {self._table} AS c SET expires_at = now() + make_interval(secs => %s) "
+            "FROM unnest(%s::text[], %s::text[]) AS v(key, owner) "
+            "WHERE c.key = v.key AND c.owner = v.owner RETURNING c.owner",
+            (self._lease, [c.key for c in held], [c.owner for c in held]),
+        )}
+        for claim in held:
+            if claim.owner in renewed or self._held.get(claim.owner) is not claim:
+                continue  # renewed, or released while the renewal ran
+            self._lose(claim)
+
+    def _lose(self, claim: _HeldClaim) -> None:
+        self._held.pop(claim.owner, None)
+        self._noted.discard(claim.owner)
+        log.warning("the claim on the context of task %s was lost: it was not renewed within "
+                    "its lease and another process took it over", claim.task_id)
+        if self._on_lost is not None:
+            try:
+                self._on_lost(claim)
+            except Exception:
+                log.exception("on_lost failed for the claim of task %s", claim.task_id)

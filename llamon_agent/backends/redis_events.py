@@ -9,12 +9,31 @@ seconds; one still running (or parked for a reviewer) after ``running_ttl``, ren
 event.
 
 ``resubscribe`` on any replica: a task running in this process is served from its log, as in
-one process; otherwise the task's stream is read (``XRANGE``) and, while its turn runs,
-followed live (``redis_follow.StreamFollower``, one ``XREAD BLOCK`` for all subscribers), ending
-after the final event. ``Last-Event-ID`` replays exactly the events after it while the stream
-holds them; otherwise a snapshot comes first (the turn's latest ``Task`` event, with id 0, then
-the events after it), as in ``LocalPublisher``. A task not running anywhere is read from the
-store.
+one process; otherwise the task's stream is read (``XRANGE``) and decides:
+
+* the stream shows the turn running: it is followed live (``redis_follow.StreamFollower``, one
+  ``XREAD BLOCK`` for all subscribers) until the final event. ``Last-Event-ID`` replays exactly
+  the events after it while the stream holds them; otherwise a snapshot comes first (the
+  turn's ``Task`` event from the stream, with id 0, then the events after it), as in
+  ``LocalPublisher``. This replica's store need not know the task: it is read to see whether
+  it holds an end the stream never got (then it answers, as below), and for the snapshot only
+  when the stream lost the turn's ``Task`` event;
+* the stream holds the turn's final event: ``Last-Event-ID`` replays what is missing and ends;
+  otherwise the task as stored and its final status (``LocalPublisher``'s answer), or, when
+  this replica's store does not know the task, the turn's snapshot and events from the stream;
+* the stream says nothing (expired, or never written): the store.
+
+A follower never waits forever for a replica that died mid-turn (``kill -9``), which leaves a
+stream that looks running until ``running_ttl``. Once a followed stream has been quiet for
+``quiet`` seconds, the follower checks it: it ends if the stream is gone (expired), or if the
+store holds a state that is not running and numbered after the last event the follower got (the
+owner stored its ending and died before relaying it; a resubscribe then reads the store, for
+the same reason). Whatever the checks say, it ends after ``idle_limit`` seconds without any
+event (``None``: never), which bounds a dead owner whose task the store still shows running
+(until a replica takes it over, which numbers again: the follower sees the gap). A turn parked
+for a reviewer is quiet for as long as the reviewer takes: its followers end at the idle limit
+too. In every case the client resubscribes (with ``Last-Event-ID``) and gets what the stream or
+the store says then.
 
 Redis failing is logged and does not stop a turn (the store is the truth): a follower elsewhere
 that then misses events sees the numbering gap and its stream ends; the client resubscribes.
@@ -23,14 +42,14 @@ that then misses events sees the numbering gap and its stream ends; the client r
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import functools
 import logging
 from collections import deque
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..a2a.types import TaskStatusUpdateEvent, WireModel
+from ..a2a.types import RUNNING_STATES, Task, TaskStatusUpdateEvent, WireModel
 from ..core.ports import HumanReviewPort
 from ..errors import TaskNotFoundError
 from ..runtime.ending import Ending
@@ -38,9 +57,10 @@ from ..runtime.events import Event, EventHub, EventLog, iterate, prepend
 from ..runtime.observer import NO_OBSERVER, TaskObserver
 from ..runtime.publisher import LocalPublisher
 from ..runtime.turn import Turn
-from ..stores.base import TaskStore
-from .redis_follow import StreamFollower
+from ..stores.base import StoredTask, TaskStore
+from .redis_follow import Quiet, StreamFollower
 from .redis_stream import Entry, decode, encode, replay_after, run_of
+from .redis_tasks import stop_task
 
 __all__ = ["RedisPublisher"]
 
@@ -99,7 +119,8 @@ class RedisPublisher(LocalPublisher):
         self, store: TaskStore, reviews: HumanReviewPort | None, redis: Any, *,
         prefix: str = "llamon:events:", retain: int = 1024, buffer: int = 4096,
         keep_finished: int = 1024, finished_ttl: float = 600.0, running_ttl: float = 86400.0,
-        block: float = 1.0, observer: TaskObserver = NO_OBSERVER,
+        block: float = 1.0, quiet: float = 10.0, idle_limit: float | None = 300.0,
+        observer: TaskObserver = NO_OBSERVER,
     ) -> None:
         hub = _RelayHub(self._enqueue, keep_finished=keep_finished, retain=retain, buffer=buffer)
         super().__init__(store, reviews, hub, observer=observer)
@@ -109,6 +130,7 @@ class RedisPublisher(LocalPublisher):
         self._retain = retain
         self._buffer = buffer
         self._block = block
+        self._quiet = Quiet(quiet, idle_limit)
         self._finished_ms = int(finished_ttl * 1000)
         self._running_ms = int(running_ttl * 1000)
         self._outbox: deque[_Outgoing] = deque()
@@ -134,7 +156,7 @@ class RedisPublisher(LocalPublisher):
             self._redis = Redis.from_url(self._url)
         try:
             self._follower = StreamFollower(self._redis, self._prefix, buffer=self._buffer,
-                                            block=self._block)
+                                            block=self._block, quiet=self._quiet)
             await self._follower.__aenter__()
             self._writer = asyncio.create_task(self._write_forever(), name="llamon-redis-relay")
         except BaseException:
@@ -144,9 +166,7 @@ class RedisPublisher(LocalPublisher):
 
     async def __aexit__(self, *exc: object) -> None:
         if self._writer is not None:
-            self._writer.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._writer
+            await stop_task(self._writer)  # one cancel may be lost (redis_tasks.py)
             self._writer = None
         if self._redis is not None:
             await self._drain()  # close markers queued by the last turns' ends
@@ -208,39 +228,64 @@ class RedisPublisher(LocalPublisher):
             raise RuntimeError("the publisher is not running (use it as an async context)")
         key = self.key(task_id)
         entries = [decode(i, f) for i, f in await self._redis.xrange(key, "-", "+")]
-        running = bool(entries) and not entries[-1].closes
-        if last_event_id is not None and entries:
+        if not entries:  # expired, or never written: only the store knows
+            return self._stored(task_id, await self._store.get(task_id))
+        run = run_of(entries)
+        if entries[-1].closes:
+            return await self._finished(task_id, run, last_event_id)
+        record = await self._store.get(task_id)
+        if _ahead(record, run[-1].seq):  # the owner stored an end it never relayed
+            return self._stored(task_id, record)
+        if last_event_id is not None:
             backlog = replay_after(entries, last_event_id)
             if backlog:
-                if not running:
-                    return iterate(backlog)
-                return (await self._follow(key, entries, backlog)).__aiter__()
-        if running:
-            run = run_of(entries)
-            snapshot = next(
-                (i for i in range(len(run) - 1, -1, -1) if run[i].kind == "task"), None
-            )
-            if snapshot is not None:
-                task = run[snapshot].event[1]
-                backlog = [e.event for e in run[snapshot + 1:]]
-                sub = await self._follow(key, entries, backlog)
-                return prepend([(0, task)], sub.__aiter__())
-            record = await self._store.get(task_id)
-            if record is not None:
-                sub = await self._follow(key, entries, [])
-                return prepend([(0, record.task)], sub.__aiter__())
-        return await self._from_store(task_id)
+                return (await self._follow(task_id, entries, backlog)).__aiter__()
+        turn = _turn_of(run)
+        if turn is not None:
+            task, backlog = turn
+            sub = await self._follow(task_id, entries, backlog)
+            return prepend([(0, task)], sub.__aiter__())
+        if record is None:  # the stream lost the turn's start, and the store never knew it
+            raise TaskNotFoundError(data={"taskId": task_id})
+        sub = await self._follow(task_id, entries, [])
+        return prepend([(0, record.task)], sub.__aiter__())
 
-    async def _follow(self, key: str, entries: list[Entry], backlog: list[Event]) -> Any:
+    async def _finished(
+        self, task_id: str, run: list[Entry], last_event_id: int | None
+    ) -> AsyncIterator[Event]:
+        """A turn whose final event (or close) is on the stream: what is missing after
+        ``last_event_id``; else the task as stored; else, when the store does not know it,
+        the turn as the stream holds it."""
+        if last_event_id is not None:
+            backlog = replay_after(run, last_event_id)
+            if backlog:
+                return iterate(backlog)
+        record = await self._store.get(task_id)
+        turn = _turn_of(run)
+        if record is None and turn is not None:
+            task, events = turn
+            return iterate([(0, task), *events])
+        return self._stored(task_id, record)
+
+    async def _follow(self, task_id: str, entries: list[Entry], backlog: list[Event]) -> Any:
         assert self._follower is not None
+        key = self.key(task_id)
         run = run_of(entries)
         last_seq = run[-1].seq if run else 0
-        return await self._follower.follow(key, entries[-1].id, last_seq, backlog)
+        return await self._follower.follow(
+            key, entries[-1].id, last_seq, backlog,
+            stale=functools.partial(self._stale, key, task_id),
+        )
 
-    async def _from_store(self, task_id: str) -> AsyncIterator[Event]:
+    async def _stale(self, key: str, task_id: str, last_seq: int) -> bool:
+        """Has a quiet stream stopped for good: expired, or behind what the store holds?"""
+        if not await self._redis.exists(key):
+            return True
+        return _ahead(await self._store.get(task_id), last_seq)
+
+    def _stored(self, task_id: str, record: StoredTask | None) -> AsyncIterator[Event]:
         """The task as stored, then its final status (as ``LocalPublisher`` for a task that does
         not run)."""
-        record = await self._store.get(task_id)
         if record is None:
             raise TaskNotFoundError(data={"taskId": task_id})
         final = TaskStatusUpdateEvent(
@@ -250,3 +295,19 @@ class RedisPublisher(LocalPublisher):
         events: list[Event] = [(0, record.task), (record.event_seq, final)]
         return iterate(events)
 
+
+def _ahead(record: StoredTask | None, seq: int) -> bool:
+    """Does the store hold an end of the task numbered after ``seq``? (A new turn's first
+    write may come after its first events: a stored state that is still running, or numbered
+    before them, is not ahead.)"""
+    return record is not None and record.state not in RUNNING_STATES and record.event_seq > seq
+
+
+def _turn_of(run: list[Entry]) -> tuple[Task, list[Event]] | None:
+    """The run's latest ``Task`` event and the events after it, or ``None`` (trimmed away)."""
+    for i in range(len(run) - 1, -1, -1):
+        if run[i].kind == "task":
+            task = run[i].event[1]
+            assert isinstance(task, Task)
+            return task, [e.event for e in run[i + 1:]]
+    return None

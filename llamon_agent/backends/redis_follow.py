@@ -11,6 +11,15 @@ Like ``events.Subscription``, a subscription buffers at most ``limit`` events: a
 evicted (its stream ends; it can resubscribe), never waited for. A numbering gap (events the
 stream no longer holds, or a turn recovered after a crash numbering again) also ends it: a
 follower's stream is gap-free or ended.
+
+A follower never waits forever for a replica that died mid-turn (``kill -9``: nobody writes the
+final event). While it waits, a subscription whose stream has been quiet for ``quiet`` seconds
+asks ``stale`` (the publisher's check: the stream expired, or the store holds a later, not
+running state of the task than the stream gave) and ends when it says so; and whatever
+``stale`` says, it ends after ``idle_limit`` seconds without an event (``None``: never). Either
+way the client resubscribes, and then reads what the stream or the store says at that time. The
+checks run in the subscriber's own iteration (no task per subscription), so a subscriber that
+is not reading is not checked: its buffer bounds it.
 """
 
 from __future__ import annotations
@@ -20,21 +29,43 @@ import contextlib
 import logging
 import uuid
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 from ..runtime.events import Event
 from .redis_stream import CLOSE, Entry, StreamId, decode, format_id, parse_id
+from .redis_tasks import stop_task
 
-__all__ = ["RemoteSubscription", "StreamFollower"]
+__all__ = ["Quiet", "RemoteSubscription", "Stale", "StreamFollower"]
 
 log = logging.getLogger(__name__)
+
+#: ``stale(last_seq)``: has the followed stream stopped for good, the subscriber having seen
+#: every event up to ``last_seq``?
+Stale = Callable[[int], Awaitable[bool]]
+
+
+@dataclass(frozen=True)
+class Quiet:
+    """When a quiet stream is checked (``quiet`` seconds without an event) and when it is let
+    go whatever the check says (``idle_limit`` seconds; ``None``: never)."""
+
+    quiet: float = 10.0
+    idle_limit: float | None = 300.0
+
+    def __post_init__(self) -> None:
+        if not self.quiet > 0:
+            raise ValueError(f"quiet must be a positive number of seconds, got {self.quiet!r}")
+        if self.idle_limit is not None and not self.idle_limit > 0:
+            raise ValueError(
+                f"idle_limit must be positive seconds or None, got {self.idle_limit!r}")
 
 
 class RemoteSubscription:
     def __init__(
         self, follower: StreamFollower, key: str, position: StreamId, last_seq: int,
-        backlog: list[Event], limit: int,
+        backlog: list[Event], limit: int, quiet: Quiet, stale: Stale | None = None,
     ) -> None:
         self._follower = follower
         self.key = key
@@ -42,6 +73,9 @@ class RemoteSubscription:
         self._last_seq = last_seq
         self._queue: deque[Event] = deque(backlog)
         self._limit = limit
+        self._quiet = quiet
+        self._stale = stale
+        self._heard = asyncio.get_running_loop().time()  # when the last event came
         self._wakeup = asyncio.Event()
         self._closed = False
         self.evicted = False
@@ -66,6 +100,7 @@ class RemoteSubscription:
             self.close()
             return
         self._last_seq = entry.seq
+        self._heard = asyncio.get_running_loop().time()
         self._queue.append(entry.event)
         self._wakeup.set()
         if entry.final:
@@ -88,8 +123,39 @@ class RemoteSubscription:
                 if self._closed:
                     return
                 self._wakeup.clear()
-                await self._wakeup.wait()
+                await self._next()
         finally:
+            self.close()
+
+    async def _next(self) -> None:
+        """Wait for the next entry (or the close); close a stream that stopped for good."""
+        loop = asyncio.get_running_loop()
+        while not self._wakeup.is_set():
+            limit = self._quiet.idle_limit
+            left = None if limit is None else self._heard + limit - loop.time()
+            if left is not None and left <= 0:
+                log.info("stream %s: no event for %s s; ending the follower", self.key, limit)
+                self.close()
+                return
+            try:
+                # asyncio.timeout, not wait_for: a cancel of the subscriber is never lost
+                async with asyncio.timeout(self._quiet.quiet if left is None
+                                           else min(self._quiet.quiet, left)):
+                    await self._wakeup.wait()
+            except TimeoutError:
+                await self._check()
+
+    async def _check(self) -> None:
+        seen = self._last_seq
+        if self._stale is None or self._closed:
+            return
+        try:
+            stale = await self._stale(seen)
+        except Exception:  # Redis or the store away: the idle limit still bounds the wait
+            log.exception("stream %s: checking a quiet stream failed", self.key)
+            return
+        if stale and self._last_seq == seen:  # nothing came while it was checked
+            log.info("stream %s: stopped after event %d; ending the follower", self.key, seen)
             self.close()
 
 
@@ -99,9 +165,10 @@ class StreamFollower:
 
     def __init__(
         self, redis: Any, prefix: str, *, buffer: int = 4096, block: float = 1.0,
-        count: int = 256,
+        count: int = 256, quiet: Quiet | None = None,
     ) -> None:
         self._redis = redis
+        self._quiet = quiet or Quiet()
         self._wake_key = f"{prefix}_wake:{uuid.uuid4().hex}"
         self._wake_cursor = "0-0"
         self._buffer = buffer
@@ -122,9 +189,7 @@ class StreamFollower:
 
     async def __aexit__(self, *exc: object) -> None:
         if self._reader is not None:
-            self._reader.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._reader
+            await stop_task(self._reader)  # one cancel may be lost (redis_tasks.py)
             self._reader = None
         for subs in list(self._subs.values()):
             for sub in list(subs):
@@ -133,13 +198,16 @@ class StreamFollower:
             await self._redis.delete(self._wake_key)
 
     async def follow(
-        self, key: str, position: StreamId, last_seq: int, backlog: list[Event]
+        self, key: str, position: StreamId, last_seq: int, backlog: list[Event],
+        stale: Stale | None = None,
     ) -> RemoteSubscription:
         """A subscription to ``key`` after the entry ``position`` (the last one the caller
-        read), whose next event must be numbered ``last_seq + 1``."""
+        read), whose next event must be numbered ``last_seq + 1``; ``stale`` is asked when
+        the stream has gone quiet."""
         if self._reader is None:
             raise RuntimeError("the follower is not running (use it as an async context)")
-        sub = RemoteSubscription(self, key, position, last_seq, backlog, self._buffer)
+        sub = RemoteSubscription(self, key, position, last_seq, backlog, self._buffer,
+                                 self._quiet, stale)
         self._subs.setdefault(key, set()).add(sub)
         await self._wake()
         return sub

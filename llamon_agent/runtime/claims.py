@@ -10,6 +10,7 @@ Redis key) behind the same three calls.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -54,6 +55,11 @@ class ContextClaims(Protocol):
 
     async def held(self, key: str) -> bool: ...
 
+    async def held_among(self, keys: Collection[str]) -> set[str]:
+        """Which of ``keys`` are claimed now (by anyone): one question for a recovery sweep
+        instead of one attempt per running task."""
+        ...
+
 
 class LocalClaims:
     """Claims of one process (one event loop): a dict, so acquiring never awaits."""
@@ -74,3 +80,6 @@ class LocalClaims:
 
     async def held(self, key: str) -> bool:
         return key in self._held
+
+    async def held_among(self, keys: Collection[str]) -> set[str]:
+        return {key for key in keys if key in self._held}

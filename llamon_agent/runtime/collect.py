@@ -79,6 +79,8 @@ async def collect_answer(
         record.collected = collected
         return _ask(served, record, message, unanswered[0], reask=False, language=language)
     record.collected = {}
+    if any(is_review(p) for p in pending):  # a tool call a person approved: stored first
+        record.resuming = collected
     record.pending = ()
     record.pending_interrupt = None
     record.task = record.task.model_copy(

@@ -132,6 +132,7 @@ class LocalPublisher:
     async def end(self, turn: Turn, ending: Ending) -> None:
         """One write for the whole ending, then its events: the artifact, the final status."""
         record = turn.record
+        record.resuming = None  # the turn is over: a takeover has nothing to run again
         record.pending_interrupt = ending.pending[0].id if ending.pending else None
         if ending.pending:
             record.pending = tuple(ending.pending)

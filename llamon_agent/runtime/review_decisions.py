@@ -35,6 +35,11 @@ class ReviewDecisions:
         self._served = served
         self._live = live
 
+    async def context_key_of(self, review: Review) -> str | None:
+        """The context key of the task ``review`` belongs to (``None``: no such task)."""
+        record = await self._store.get(review.task_id)
+        return record.context_key if record is not None else None
+
     async def plan_for(self, review: Review) -> Plan | None:
         """The turn that resumes the task with ``review``'s decision; ``None`` when the task
         does not wait for it (yet: a running turn asks again when it parks)."""
@@ -56,7 +61,8 @@ class ReviewDecisions:
             return None
         record.pending = ()
         record.pending_interrupt = None
-        return Plan(record, served, Command(resume={waiting.id: review.decision.to_json()}))
+        record.resuming = {waiting.id: review.decision.to_json()}  # stored before it runs
+        return Plan(record, served, Command(resume=record.resuming))
 
     async def decided_review(self, record: StoredTask) -> Review | None:
         """The review a parked task waits for, when the port already has its decision."""

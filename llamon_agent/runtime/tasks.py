@@ -34,13 +34,15 @@ from ..errors import TaskNotCancelableError, TaskNotFoundError
 from ..stores.base import StoredTask
 from ..stores.storage import Storage
 from ..tool_review import catalog
+from .cancel_relay import CancelRelay, LocalCancelRelay
 from .claims import Claim, ClaimTaken, ContextClaims, LocalClaims, busy_error
 from .events import Event, settled
 from .live import LiveTurns
 from .messages import response_copy
 from .observer import NO_OBSERVER, TaskObserver
 from .publisher import EventPublisher, LocalPublisher
-from .recovery import LocalRecovery, Recovery
+from .recovery import LeaseRecovery, LocalRecovery, Recovery
+from .remote_cancel import cancel_elsewhere
 from .requests import checked_request
 from .resumer import Resumer
 from .review_decisions import ReviewDecisions
@@ -67,7 +69,14 @@ class TaskManager:
         limits: Limits | None = None, claims: ContextClaims | None = None,
         publisher: EventPublisher | None = None, recovery: Recovery | None = None,
         observer: TaskObserver = NO_OBSERVER, max_waiting_tasks: int | None = None,
+        cancel_relay: CancelRelay | None = None, takeover_every: float | None = None,
+        cancel_wait: float = 10.0,
     ) -> None:
+        """Replicas pass shared ``claims``, ``publisher`` and ``cancel_relay`` and a
+        ``takeover_every`` period: recovery then takes over only runs whose claim is free
+        (``LeaseRecovery``), at start and every period; without it, recovery takes every
+        unfinished task once at start (one server). A cancel of a run on another replica waits
+        up to ``cancel_wait`` seconds for it to end."""
         self._agents = checked_agents(agents)
         self._storage = storage
         self._store = storage.tasks
@@ -78,7 +87,13 @@ class TaskManager:
         self._live = LiveTurns(self._store)
         self._claims = claims or LocalClaims()
         self._publisher = publisher or LocalPublisher(self._store, reviews, observer=observer)
-        self._recovery = recovery or LocalRecovery(self._store, self._served, self._publisher)
+        self._relay = cancel_relay or LocalCancelRelay()
+        self._takeover_every = takeover_every
+        self._cancel_wait = cancel_wait
+        self._recovery = recovery or (
+            LeaseRecovery(self._store, self._served, self._publisher, self._claims)
+            if takeover_every is not None
+            else LocalRecovery(self._store, self._served, self._publisher))
         self._router = Router(self._served, self._agents[0].id, self._store, self._live,
                               self._limits, max_waiting_tasks)
         decisions = (
@@ -111,7 +126,11 @@ class TaskManager:
             await self._stack.enter_async_context(self._worker)
             if self._reviews is not None:
                 self._stack.callback(self._reviews.on_decision(self._resumer.on_review_decision))
+            self._stack.callback(self._relay.listen(self._cancel_here))
             await self._resumer.recover()
+            if self._takeover_every is not None:
+                await self._stack.enter_async_context(
+                    self._resumer.sweeping(self._takeover_every))
         except BaseException as exc:
             # handing ``exc`` to the stack makes the worker cancel the turns recovery started
             # (instead of awaiting them); the caller gets ``exc``
@@ -225,7 +244,17 @@ class TaskManager:
             return response_copy(stopped.record)
         if record.state in TERMINAL_STATES:
             raise TaskNotCancelableError(data={"taskId": task_id, "state": record.state})
-        claim = await self._claim(record.context_key, record.context_id)  # routing, or asking
+        try:
+            claim = await self._claims.acquire(record.context_key)  # routing, or asking
+        except ClaimTaken as taken:
+            if not self._relay.reaches_others:
+                raise busy_error(record.context_id, taken.task_id) from None
+            return await cancel_elsewhere(self._relay, self._store, record, self._cancel_wait)
         served = self._served.get(record.agent_id) or next(iter(self._served.values()))
         await self._worker.report(Plan(record, served, runs=False), claim, "canceled")
         return response_copy(record)
+
+    async def _cancel_here(self, task_id: str) -> None:
+        """Another replica asks: cancel the turn if it runs in this process."""
+        await self._worker.cancel(task_id)
+

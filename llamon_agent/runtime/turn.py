@@ -33,6 +33,8 @@ class Plan:
     served: ServedAgent
     graph_input: Any = None
     runs: bool = True
+    #: the context's claim, when the part that made the plan already holds it (a takeover)
+    claim: Claim | None = None
 
 
 @dataclass(eq=False)
@@ -49,6 +51,8 @@ class Turn:
     done: asyncio.Event = field(default_factory=asyncio.Event)
     runner: asyncio.Task[None] | None = None
     canceled: bool = False
+    started: bool = False  # its runner began (a runner cancelled before that never runs)
+    cancel_seen: bool = False  # the runner caught its cancel (no need to cancel it again)
     subscription: Subscription | None = None
     parked: bool = False  # the turn ended waiting for a reviewer (task stays ``working``)
     settings: RunContext | None = None  # the request's part of the runs' context

@@ -18,12 +18,14 @@ away does not stop its task.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from types import TracebackType
 
+from ..a2a.types import TERMINAL_STATES
 from ..human_review.node import TaskRejected
 from ..stores.base import StoredTask
 from .claims import Claim, ContextClaims
@@ -39,6 +41,8 @@ __all__ = ["TurnWorker"]
 log = logging.getLogger(__name__)
 
 Parked = Callable[[StoredTask], Awaitable[None]]
+
+_RECANCEL = 0.05  # seconds between cancels of a turn that has not seen the first
 
 
 class TurnWorker:
@@ -81,9 +85,11 @@ class TurnWorker:
             turn.claim.task_id = turn.record.id
         self._live.add(turn)
         try:
-            await self._publisher.publish(
-                turn, turn.record.task, save=turn.seen_early or not turn.runs
-            )
+            # stored first when a client may see the task before the turn ends, when the turn
+            # only reports, and when a person's decision resumes it (``StoredTask.resuming``:
+            # a takeover must find the decision, not ask again)
+            await self._publisher.publish(turn, turn.record.task, save=(
+                turn.seen_early or not turn.runs or turn.record.resuming is not None))
         except BaseException:
             await self.finish(turn)
             raise
@@ -124,18 +130,33 @@ class TurnWorker:
         if running is None or running.runner is None:
             return None
         running.canceled = True
-        running.runner.cancel()
-        await running.done.wait()
+        while not running.done.is_set():
+            # a runner cancelled before its first step never runs its ``finally`` (``_run``
+            # sees ``canceled`` instead); one cancelled while a library awaits ``wait_for``
+            # may lose the cancel on Python 3.11 (CPython gh-86296; redis-py does that on
+            # every command), so it is cancelled again until the turn has seen it
+            if running.started and not running.cancel_seen:
+                running.runner.cancel()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(running.done.wait(), _RECANCEL)
         return running
 
     async def _run(self, turn: Turn) -> None:
         record = turn.record
+        turn.started = True
         try:
+            if turn.canceled:  # cancelled before it began: nothing ran
+                await self._publisher.end(turn, Ending("canceled"))
+                return
             await self._publisher.set_status(turn, "working", save=False)
             started = time.monotonic()
             await self._publisher.end(turn, await self._ending(turn))
             notify_turn_ended(self._observer, record, time.monotonic() - started)
         except asyncio.CancelledError:
+            turn.cancel_seen = True
+            if turn.canceled and record.state not in TERMINAL_STATES:  # while it reported
+                await self._publisher.end(turn, Ending("canceled"))
+                return
             # shutdown: store the turn as running so that the next start recovers it
             log.warning("task %s stopped by shutdown; it is recovered at the next start", record.id)
             await self._publisher.save(record)
@@ -159,6 +180,7 @@ class TurnWorker:
             )
             return ending_of(outcome, record, turn.settings.language if turn.settings else None)
         except asyncio.CancelledError:
+            turn.cancel_seen = True
             if not turn.canceled:
                 raise
             return Ending("canceled")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AbstractContextManager, asynccontextmanager
 from typing import Any
@@ -21,6 +22,8 @@ from starlette.routing import Route
 
 from ..agent import Agent
 from ..auth import JWTSettings, Verifier
+from ..backends.coordination import Coordination, open_coordination
+from ..backends.events_url import parse_events_url
 from ..core.bounds import Limits
 from ..core.ports import HumanReviewPort
 from ..core.principal import space_of
@@ -89,6 +92,8 @@ def create_app(
     extended_card: CardSource = None,
     reviewer_tokens: Mapping[str, str] | None = None,
     metrics_token: str | None = None,
+    events: str | None = None,
+    lease: float | None = None,
 ) -> Starlette:
     """Serve ``agents`` (the first is the default) on one JSON-RPC endpoint at ``/``.
 
@@ -134,6 +139,13 @@ def create_app(
     ``Authorization: Bearer <metrics_token>``; default ``$LLAMON_METRICS_TOKEN``); ``GET
     /healthz`` and ``GET /readyz``; ``GET /`` describes the server to a browser or a program.
 
+    Replicas (docs/operations.md, "Replicas"): ``events`` is where stream events, resubscribe
+    replay and cancel requests travel between servers, ``redis://...`` (default
+    ``$LLAMON_EVENTS_URL``; none keeps them in the process); on PostgreSQL every server holds
+    leased claims on the runs it executes, renewed by a heartbeat, and takes over the runs of
+    a server whose claims lapsed ``lease`` seconds (default ``$LLAMON_LEASE_SECONDS``, 30)
+    after its last heartbeat.
+
     ``settings`` supplies what the arguments leave unset (default ``Settings.from_env()``,
     read once here).
     """
@@ -148,6 +160,10 @@ def create_app(
     database = db or settings.db
     # a malformed setting fails here, not at the first request; logs never show a password
     shown_database = parse_database_url(database).shown if task_store is None else ""
+    events_url = parse_events_url(events if events is not None else settings.events)
+    lease = lease if lease is not None else settings.lease
+    if not (math.isfinite(lease) and lease > 0):
+        raise ValueError(f"lease must be a number of seconds above 0, got {lease!r}")
     quotas = quotas or Quotas.from_settings(settings)
     streams = StreamQuota(quotas.max_streams)
     access = Access.configure(
@@ -165,7 +181,7 @@ def create_app(
             agents=agents, database=database,
             auth_mode=access.mode or "none: every caller is the principal anonymous",
             reviewers=bool(access.reviewers), metrics_token=metrics_token is not None,
-            public_url=public_url,
+            public_url=public_url, events=events_url.shown if task_store is None else "in process",
         ))
         return serving(app.state, tasks)
 
@@ -174,25 +190,31 @@ def create_app(
         await access.start(app)
         if task_store is not None and checkpointer is not None:
             given = Storage(task_store, checkpointer, reviews or InMemoryReviewPort())
-            async with _manager(given) as manager:
+            async with _manager(given, Coordination()) as manager:
                 app.state.manager, app.state.reviews = manager, given.reviews
                 with started(app, given.tasks, "a store given in code (task_store=...)"):
                     yield
             return
         async with (
             open_storage(database) as storage,
-            _manager(storage) as manager,
+            open_coordination(storage, events_url, lease=lease,
+                              reviews=reviews or storage.reviews,
+                              observer=task_events) as coordination,
+            _manager(storage, coordination) as manager,
         ):
             app.state.manager = manager
             app.state.reviews = reviews or storage.reviews
             with started(app, storage.tasks, shown_database):
                 yield
 
-    def _manager(storage: Storage) -> TaskManager:
+    def _manager(storage: Storage, coordination: Coordination) -> TaskManager:
         return TaskManager(
             agents, storage, shutdown_grace=shutdown_grace,
             reviews=reviews or storage.reviews, review_wait=review_wait, limits=limits,
             observer=task_events, max_waiting_tasks=quotas.max_waiting_tasks,
+            claims=coordination.claims, publisher=coordination.publisher,
+            cancel_relay=coordination.cancel_relay,
+            takeover_every=coordination.takeover_every,
         )
 
     async def agent_card(request: Request) -> Response:

@@ -9,6 +9,11 @@ docs/operations.md ("Metrics") lists the metrics.
 Counts that live in storage (tasks by state, pending reviews, the oldest waiting) are read
 when ``/metrics`` is scraped (``refresh``), not kept in memory: they stay right across
 restarts and with several processes on one database.
+
+A server of several worker processes (``serve --workers N``) uses prometheus-client's
+multiprocess mode: ``shared_metrics`` gives the workers a fresh folder, each worker's values live
+in files there, and ``/metrics`` adds up the files of every worker, whichever answers. One
+process (the default, and every app a test makes) keeps a registry of its own in memory.
 """
 
 from __future__ import annotations
@@ -16,13 +21,17 @@ from __future__ import annotations
 import hmac
 import logging
 import math
+import os
+import tempfile
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from typing import Any, Final, get_args
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector
 from prometheus_client.exposition import choose_encoder
+from prometheus_client.multiprocess import MultiProcessCollector, mark_process_dead
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -31,7 +40,7 @@ from ..a2a.types import TaskState
 from ..core.ports import HumanReviewPort
 from ..stores.base import TaskStore
 
-__all__ = ["OTHER", "RPC_METHODS", "Metrics", "metrics_route", "outcome_label"]
+__all__ = ["OTHER", "RPC_METHODS", "Metrics", "metrics_route", "outcome_label", "shared_metrics"]
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +67,8 @@ OUTCOMES: Final = frozenset({"ok", "error"} | {str(c) for c in RPC_CODES}
                             | {str(s) for s in range(100, 600)})
 STATES: Final[tuple[str, ...]] = get_args(TaskState)
 WAITING_FOR_INPUT: Final = "input-required"
+#: prometheus-client's switch to its multiprocess mode, read by prometheus-client at import
+MULTIPROC_DIR: Final = "PROMETHEUS_MULTIPROC_DIR"
 
 # a blocking message/send waits for a whole turn (an LLM, a child agent); a stream lives as
 # long as its task runs
@@ -85,9 +96,33 @@ def route_labels(routes: Iterable[Route]) -> frozenset[str]:
     )
 
 
+@contextmanager
+def shared_metrics() -> Iterator[Callable[[int], None]]:
+    """For the parent of a server's worker processes: a fresh folder for prometheus-client's
+    multiprocess mode, named in this process's environment while the block runs (the workers
+    are started in it, and prometheus-client reads the variable when a worker imports it), then
+    removed with the workers' files. Yields what to call when a worker has exited: its gauges
+    that count what is open (``livesum``) stop counting; its counters stay counted."""
+    previous = os.environ.get(MULTIPROC_DIR)
+    with tempfile.TemporaryDirectory(prefix="llamon-metrics-") as folder:
+        os.environ[MULTIPROC_DIR] = folder
+        try:
+            yield lambda pid: mark_process_dead(pid, folder)
+        finally:
+            if previous is None:
+                del os.environ[MULTIPROC_DIR]
+            else:
+                os.environ[MULTIPROC_DIR] = previous
+
+
 class Metrics:
     """The app's registry and its metrics. ``agents`` are the values of the ``agent`` label,
-    A2A's methods and ``routes`` those of ``method`` (besides ``other``)."""
+    A2A's methods and ``routes`` those of ``method`` (besides ``other``).
+
+    ``exposed`` is what ``/metrics`` serves: the app's registry, or in a worker process
+    (``PROMETHEUS_MULTIPROC_DIR`` set, as prometheus-client saw it at import) the sum of every
+    worker's files. A gauge read from storage at scrape time takes the value the answering
+    worker has just read (``mostrecent``); open streams add up over the live workers."""
 
     def __init__(self, agents: Iterable[str], routes: Iterable[Route] = ()) -> None:
         self._agents = frozenset(agents)
@@ -105,10 +140,11 @@ class Metrics:
             "llamon_request_duration_seconds", "Time to answer a request (a stream: its whole "
             "life), by method", ["method"], buckets=_REQUEST_BUCKETS, registry=r)
         self.tasks = Gauge("llamon_tasks", "Stored tasks by state (read at scrape time)",
-                           ["state"], registry=r)
+                           ["state"], registry=r, multiprocess_mode="mostrecent")
         self.input_oldest = Gauge(
             "llamon_input_required_oldest_age_seconds", "Seconds since the oldest task waiting "
-            "for input (input-required) last changed; 0 when none waits", registry=r)
+            "for input (input-required) last changed; 0 when none waits", registry=r,
+            multiprocess_mode="mostrecent")
         self.state_changes = Counter(
             "llamon_task_state_changes", "Task state changes, by agent and new state",
             ["agent", "state"], registry=r)
@@ -120,14 +156,22 @@ class Metrics:
             "the state it ended in", ["agent", "state"], buckets=_TURN_BUCKETS, registry=r)
         self.stream_subscribers = Gauge(
             "llamon_stream_subscribers", "Open SSE streams (message/stream, tasks/resubscribe)",
-            registry=r)
+            registry=r, multiprocess_mode="livesum")
         self.reviews_pending = Gauge(
             "llamon_reviews_pending", "Human reviews waiting for a reviewer (read at scrape "
-            "time)", registry=r)
+            "time)", registry=r, multiprocess_mode="mostrecent")
         self.reviews_oldest = Gauge(
             "llamon_reviews_pending_oldest_age_seconds", "Seconds since the oldest pending "
-            "human review was submitted; 0 when none waits", registry=r)
-        ProcessCollector(registry=r)  # memory, CPU, open files of this process
+            "human review was submitted; 0 when none waits", registry=r,
+            multiprocess_mode="mostrecent")
+        shared = os.environ.get(MULTIPROC_DIR)
+        if shared:  # a worker: the values above live in files that every worker can read
+            self.exposed = CollectorRegistry()
+            MultiProcessCollector(self.exposed, path=shared)
+        else:
+            self.exposed = r
+        # memory, CPU, open files of this process (in a worker: of the one answering)
+        ProcessCollector(registry=self.exposed)
         for state in (*STATES, OTHER):
             self.tasks.labels(state).set(0)
 
@@ -231,7 +275,7 @@ def metrics_route(metrics: Metrics, token: str | None) -> Route:
         if tasks is not None:  # the lifespan has opened storage
             await metrics.refresh(tasks, getattr(state, "reviews", None))
         encode, media_type = choose_encoder(request.headers.get("accept", ""))
-        return Response(encode(metrics.registry), headers={"Content-Type": media_type,
-                                                             "Cache-Control": "no-store"})
+        return Response(encode(metrics.exposed), headers={"Content-Type": media_type,
+                                                            "Cache-Control": "no-store"})
 
     return Route("/metrics", scrape, methods=["GET"])

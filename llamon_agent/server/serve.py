@@ -20,6 +20,16 @@ What plain ``uvicorn.run`` leaves open, and what this module adds:
   are free.
 * A ``StorageInUseError`` at startup (another server holds the SQLite file) is one clear line,
   not a traceback.
+* **Worker processes** (``serve_workers``, ``--workers N``): the parent binds the socket, then
+  keeps N spawned processes serving it, each running exactly what ``serve`` runs in one
+  process, on an app it builds itself. The parent is a small supervisor of its own rather than
+  ``uvicorn.supervisors.Multiprocess``: uvicorn's changed its signature within the versions
+  allowed here (0.35 takes the function a worker runs; 0.54 always runs a plain
+  ``uvicorn.Server`` on the config it pickles, which cannot carry this module's protocol
+  subclass or loop exception handler). It does what uvicorn's does: a worker that dies is
+  replaced, one that fails its startup (status 3) stops the server, SIGINT/SIGTERM stop every
+  worker through its lifespan's shutdown (a second signal kills them). A worker whose parent
+  is gone, even by ``kill -9``, shuts down too.
 
 uvicorn's internals are used here and nowhere else, each with a comment saying why and what
 breaks if it changes; ``pyproject.toml`` caps uvicorn below its next minor version, and
@@ -29,29 +39,40 @@ breaks if it changes; ``pyproject.toml`` caps uvicorn below its next minor versi
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
 import logging
+import multiprocessing
+import os
 import resource
+import signal
 import socket
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
+from multiprocessing.connection import wait
+from multiprocessing.process import BaseProcess
+from types import FrameType
 from typing import Any, ClassVar
 
 import h11
 import orjson
 import uvicorn
+from uvicorn.config import STARTUP_FAILURE
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from ..errors import StorageInUseError
-from .logs import configure_logging
+from .logs import configure_logging, fields
+from .metrics import shared_metrics
 
 __all__ = [
     "DEFAULT_KEEP_ALIVE",
     "DEFAULT_MAX_CONNECTIONS",
     "DEFAULT_REQUEST_TIMEOUT",
+    "AppFactory",
     "ServeOptions",
     "serve",
+    "serve_workers",
 ]
 
 Scope = MutableMapping[str, Any]
@@ -59,6 +80,9 @@ Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+#: builds the app in each worker process; pickled to it, so a module-level function or a
+#: ``functools.partial`` of one with picklable arguments
+AppFactory = Callable[[], ASGIApp]
 
 #: seconds a client has to send a whole request (head and body)
 DEFAULT_REQUEST_TIMEOUT = 30.0
@@ -74,6 +98,8 @@ _OUT_OF_RESOURCES = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.
 
 # The server's lines go where uvicorn's go, formatted and filtered by --log-level like them.
 log = logging.getLogger("uvicorn.error")
+# the start-up summary the app's lifespan continues (server/startup.py)
+startup_log = logging.getLogger("llamon_agent.server")
 
 
 @dataclass(frozen=True)
@@ -90,17 +116,33 @@ class ServeOptions:
     log_format: str = "text"
     #: uvicorn's access log; off for an app that logs its requests (``create_app``'s)
     access_log: bool = True
+    #: server processes sharing the listening socket (``serve_workers``); the connection cap
+    #: and the request timeout hold in each
+    workers: int = 1
 
     def __post_init__(self) -> None:
-        if not self.request_timeout > 0 or self.keep_alive < 1 or self.max_connections < 1:
-            raise ValueError("request_timeout, keep_alive and max_connections must be positive")
+        if (not self.request_timeout > 0 or self.keep_alive < 1 or self.max_connections < 1
+                or self.workers < 1):
+            raise ValueError("request_timeout, keep_alive, max_connections and workers must be "
+                             "positive")
 
 
 def serve(app: ASGIApp, options: ServeOptions) -> None:
     """Serve ``app`` until SIGINT/SIGTERM. Exits with status 3 (uvicorn's startup failure) when
     the port is taken, before the app starts, or when the app's startup fails."""
     configure_logging(options.log_format, options.log_level)
-    config = uvicorn.Config(
+    config = _config(app, options)
+    sock = _listen(config)
+    _warn_about_fd_limit(options.max_connections)
+    startup_log.info("workers: 1 process", extra=fields(event="startup"))
+    server = uvicorn.Server(config)
+    # Plain asyncio, also when uvloop is installed: the accept-error handling below relies on
+    # asyncio's selector loop reporting failed accepts to the loop's exception handler.
+    asyncio.run(_serve(server, sock))
+
+
+def _config(app: ASGIApp, options: ServeOptions) -> uvicorn.Config:
+    return uvicorn.Config(
         _clear_startup_errors(app),
         host=options.host,
         port=options.port,
@@ -119,23 +161,139 @@ def serve(app: ASGIApp, options: ServeOptions) -> None:
         # headers (X-Forwarded-*) are not trusted, not even from 127.0.0.1 (uvicorn's default).
         proxy_headers=False,
     )
+
+
+def _listen(config: uvicorn.Config) -> socket.socket:
+    """The socket, bound and listening before any app starts (it reads only the address)."""
     sock = config.bind_socket()  # logs and exits(3) when the address is taken
     # Listening at once makes the port taken for everyone now: two sockets bound with
     # SO_REUSEADDR that are not listening yet may share a port on Linux.
     sock.listen(config.backlog)
     # bind_socket() makes it inheritable (for uvicorn's worker processes); a subprocess an agent
-    # starts must not keep the port open after the server is gone.
+    # starts must not keep the port open after the server is gone. Workers receive it
+    # explicitly (multiprocessing passes it to the process it spawns).
     sock.set_inheritable(False)
-    _warn_about_fd_limit(options.max_connections)
-    server = uvicorn.Server(config)
-    # Plain asyncio, also when uvloop is installed: the accept-error handling below relies on
-    # asyncio's selector loop reporting failed accepts to the loop's exception handler.
-    asyncio.run(_serve(server, sock))
+    return sock
 
 
-async def _serve(server: uvicorn.Server, sock: Any) -> None:
-    asyncio.get_running_loop().set_exception_handler(_AcceptErrors())
+async def _serve(server: uvicorn.Server, sock: Any, parent: BaseProcess | None = None) -> None:
+    loop = asyncio.get_running_loop()
+    loop.set_exception_handler(_AcceptErrors())
+    if parent is not None:  # a worker: its parent's end of a pipe closes when the parent ends
+        loop.add_reader(parent.sentinel, _orphaned, server, loop, parent.sentinel)
     await server.serve(sockets=[sock])
+
+
+def _orphaned(server: uvicorn.Server, loop: asyncio.AbstractEventLoop, sentinel: int) -> None:
+    loop.remove_reader(sentinel)
+    log.warning("the parent process is gone: this worker stops")
+    # uvicorn internal: `should_exit` is what its own signal handler sets; the main loop sees
+    # it within a tick and shuts down as on SIGTERM. Were it renamed, an orphaned worker would
+    # keep serving until it is signalled.
+    server.should_exit = True
+
+
+# -------------------------------------------------------------------------------- workers
+
+
+def serve_workers(build: AppFactory, options: ServeOptions) -> None:
+    """Serve the app ``build`` makes in ``options.workers`` processes on one listening socket,
+    until SIGINT/SIGTERM; ``/metrics`` adds up every worker (``metrics.shared_metrics``).
+    Exits with status 3 when the port is taken or a worker's startup fails."""
+    if options.workers < 2:
+        raise ValueError("serve_workers runs at least 2 workers; serve() runs one process")
+    configure_logging(options.log_format, options.log_level)
+    # the parent serves nothing: only the address of this config is read
+    sock = _listen(uvicorn.Config(build, host=options.host, port=options.port,
+                                  log_level=options.log_level, log_config=None))
+    _warn_about_fd_limit(options.max_connections)
+    startup_log.info("workers: %d processes share the listening socket (parent process [%d])",
+                     options.workers, os.getpid(), extra=fields(event="startup"))
+    context = multiprocessing.get_context("spawn")  # a fresh interpreter: nothing inherited
+
+    def start() -> BaseProcess:
+        worker = context.Process(target=_worker, args=(build, options, sock))
+        worker.start()
+        return worker
+
+    with sock, shared_metrics() as exited:
+        status = _Supervisor(start, options.workers, exited).run()
+    if status:
+        raise SystemExit(status)
+
+
+def _worker(build: AppFactory, options: ServeOptions, sock: socket.socket) -> None:
+    """One worker process: what ``serve`` runs, on the app it builds and the parent's socket."""
+    configure_logging(options.log_format, options.log_level)
+    sock.set_inheritable(False)  # as in serve(): not for the subprocesses of agents
+    try:
+        app = build()
+    except SystemExit as exc:  # a setting the parent accepted fails here: stop, do not restart
+        log.error("%s", exc.code)
+        raise SystemExit(STARTUP_FAILURE) from None
+    server = uvicorn.Server(_config(app, options))
+    # Ctrl-C reaches every process of the terminal's group: after its graceful shutdown uvicorn
+    # raises the SIGINT it caught again, which would print a traceback per worker
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(_serve(server, sock, multiprocessing.parent_process()))
+
+
+class _Supervisor:
+    """Keeps ``count`` workers running until SIGINT/SIGTERM; returns the exit status."""
+
+    def __init__(self, start: Callable[[], BaseProcess], count: int,
+                 exited: Callable[[int], None]) -> None:
+        self._start, self._count, self._exited = start, count, exited
+        self._workers: list[BaseProcess] = []
+        self._signals = 0
+
+    def run(self) -> int:
+        previous = {sig: signal.signal(sig, self._on_signal)
+                    for sig in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            return self._supervise()
+        finally:
+            self._stop()
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+        self._signals += 1
+
+    def _supervise(self) -> int:
+        self._workers = [self._start() for _ in range(self._count)]
+        while not self._signals:
+            wait([w.sentinel for w in self._workers], timeout=0.5)  # a signal: within 0.5 s
+            for index, worker in enumerate(self._workers):
+                if worker.exitcode is None:
+                    continue
+                self._reap(worker)
+                if worker.exitcode == STARTUP_FAILURE:  # would fail the same way again
+                    log.error("worker process [%d] failed to start; stopping", worker.pid)
+                    return STARTUP_FAILURE
+                log.warning("worker process [%d] exited (status %s); starting another",
+                            worker.pid, worker.exitcode)
+                self._workers[index] = self._start()
+        log.info("stopping %d worker processes", len(self._workers))
+        return 0
+
+    def _stop(self) -> None:
+        signals = self._signals
+        for worker in self._workers:
+            if worker.exitcode is None:
+                worker.terminate()  # SIGTERM: uvicorn's graceful shutdown, the lifespan's end
+        while running := [w for w in self._workers if w.exitcode is None]:
+            if self._signals > signals:  # asked (again) while stopping: do not wait for them
+                for worker in running:
+                    worker.kill()
+            wait([w.sentinel for w in running], timeout=0.5)
+        for worker in self._workers:
+            self._reap(worker)
+
+    def _reap(self, worker: BaseProcess) -> None:
+        worker.join()
+        if worker.pid is not None:
+            self._exited(worker.pid)
 
 
 # ------------------------------------------------------------------------- startup errors

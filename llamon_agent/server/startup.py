@@ -25,6 +25,7 @@ def startup_lines(
     reviewers: bool,
     metrics_token: bool,
     public_url: str | None,
+    events: str = "in process",
 ) -> list[str]:
     """``auth_mode`` says how callers authenticate, as the authentication code names it
     (``"none: every caller is anonymous"``, ``"API keys (3 principals)"``, ...)."""
@@ -34,6 +35,7 @@ def startup_lines(
         f"card URL: {public_url}" if public_url else
         "card URL: the address each connection arrives on (set --public-url behind a proxy)",
         f"database: {database}",
+        f"events: {events}",
         f"authentication: {auth_mode}",
         "reviewer endpoints (/reviews): " + ("on" if reviewers else
                                              "off (no reviewer token configured)"),

@@ -5,7 +5,8 @@ A row that cannot be decoded (written by a bug, edited by hand, cut short on dis
 answers a clear error, and recovery fails or skips it and goes on with the others.
 
 The server-side facts of a task (``StoredTask.pending``, ``collected``, ``answered``,
-``added_reviews``, and ``space``, the owner's, absent for ``anonymous``) are one JSON object in
+``added_reviews``, ``space``, the owner's, absent for ``anonymous``, and ``resuming``, absent
+between turns) are one JSON object in
 the ``extra`` column. Version 2 writes
 ``{"v": 2, ...}`` with the field names; a row without ``"v"`` was written by the release before
 typed fields (keys ``pending``, ``collected_answers``, ``answered``, ``interrupt_on``) and is read
@@ -45,6 +46,8 @@ def encode_extra(record: StoredTask) -> bytes:
             facts[name] = value
     if record.space != ANONYMOUS:
         facts["space"] = record.space
+    if record.resuming is not None:
+        facts["resuming"] = record.resuming
     return orjson.dumps(facts)
 
 
@@ -74,6 +77,10 @@ def _facts(extra: Any) -> dict[str, Any]:
     if not isinstance(space, str) or not space:
         raise ValueError("extra.space is not a non-empty string")
     facts["space"] = space
+    resuming = extra.get("resuming")
+    if resuming is not None and not isinstance(resuming, dict):
+        raise ValueError("extra.resuming is not an object")
+    facts["resuming"] = resuming
     return facts
 
 

@@ -44,6 +44,11 @@ class StoredTask:
     #: whose task it is: the owner's space (core/principal.py); ``anonymous`` without
     #: authentication, and for every task stored before authentication existed
     space: str = ANONYMOUS
+    #: the resume map (interrupt id -> value) of the turn running now, when a person's decision
+    #: on a side effect resumes it (a tool review, a reviewer's draft): stored before the turn
+    #: runs, so that a takeover after a crash runs the turn again with the same decision
+    #: instead of asking again (docs/operations.md, "Takeover"); ``None`` between turns
+    resuming: dict[str, Any] | None = None
     #: bytes of the stored row this record was read from (0 for a new task); never stored:
     #: it lets the task-size bound skip encoding the whole task again for a small message
     stored_bytes: int = field(default=0, compare=False)

@@ -26,6 +26,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from ..a2a.types import RUNNING_STATES
 from ..errors import UnreadableTaskError
+from ..human_review.postgres import DECISION_ORDER as REVIEW_DECISION_ORDER
 from ..human_review.postgres import SCHEMA as REVIEWS_SCHEMA
 from ..human_review.postgres import PostgresReviewPort
 from . import _codec
@@ -59,6 +60,7 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX IF NOT EXISTS llamon_tasks_space ON llamon_tasks (space, state);
     """,
     REVIEWS_SCHEMA,
+    REVIEW_DECISION_ORDER,  # decisions numbered in commit order: told across servers
 )
 _MIGRATIONS_TABLE = "CREATE TABLE IF NOT EXISTS llamon_migrations (v INTEGER PRIMARY KEY)"
 _LOCK_POLL = 0.05  # seconds between attempts at the schema lock
@@ -196,7 +198,9 @@ async def migrate(url: str) -> None:
 @asynccontextmanager
 async def open_postgres(
     url: str, *, max_connections: int = 20
-) -> AsyncIterator[tuple[PostgresTaskStore, PostgresReviewPort, AsyncPostgresSaver]]:
+) -> AsyncIterator[
+    tuple[PostgresTaskStore, PostgresReviewPort, AsyncPostgresSaver, AsyncConnectionPool[Any]]
+]:
     """The schema migrated, then one pool for the task store, the review port and the
     checkpointer; the pool is closed on the way out, also when opening fails half-way."""
     await migrate(url)  # a connection of its own: an unreachable server fails here, clearly
@@ -207,4 +211,6 @@ async def open_postgres(
         )
         await pool.open(wait=True, timeout=30)
         opened.push_async_callback(pool.close)
-        yield PostgresTaskStore(pool), PostgresReviewPort(pool), AsyncPostgresSaver(pool)
+        # closed before the pool (the stack unwinds in reverse): it stops listening first
+        reviews = await opened.enter_async_context(PostgresReviewPort(pool))
+        yield PostgresTaskStore(pool), reviews, AsyncPostgresSaver(pool), pool

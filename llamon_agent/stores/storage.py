@@ -31,6 +31,10 @@ class Storage:
     #: for stores given in code.
     #: Runs see it as ``RunContext.db`` (an application may keep its own tables there).
     db: str | None = None
+    #: PostgreSQL's connection pool (``psycopg_pool.AsyncConnectionPool``), shared with what
+    #: coordinates replicas on the same database (``backends/coordination.py``); ``None`` for
+    #: the other stores
+    pool: Any = None
 
 
 @asynccontextmanager
@@ -58,9 +62,9 @@ async def open_storage(db: str) -> AsyncIterator[Storage]:
                 f"PostgreSQL storage needs the postgres extra (pip install "
                 f"'llamon-agent[postgres]'): {exc}"
             ) from exc
-        async with open_postgres(url.target) as (pg_tasks, pg_reviews, pg_saver):
+        async with open_postgres(url.target) as (pg_tasks, pg_reviews, pg_saver, pool):
             yield Storage(tasks=pg_tasks, checkpointer=pg_saver, reviews=pg_reviews,
-                          db=url.target)
+                          db=url.target, pool=pool)
         return
     db = url.target
     with ExitStack() as opened:  # closed in reverse: offload, connection, then the lock

@@ -118,11 +118,12 @@ async def test_the_start_up_summary(log_lines: LogLines, example_agents: list[Ag
                      metrics_token="m", public_url="https://agents.example/"):
         pass
     lines = [line["message"] for line in log_lines.events("startup")]
-    assert lines[3].startswith("authentication: API keys")  # as authentication names its mode
-    assert lines[:3] + lines[4:] == [
+    assert lines[4].startswith("authentication: API keys")  # as authentication names its mode
+    assert lines[:4] + lines[5:] == [
         "serving 6 agents: document-review, until-done, email-assistant, loan, risk, finalize",
         "card URL: https://agents.example/",
         "database: :memory:",
+        "events: in process",
         "reviewer endpoints (/reviews): on",
         "metrics (/metrics): behind a bearer token",
     ]

@@ -14,14 +14,23 @@ from __future__ import annotations
 
 import asyncio
 import os
+import tempfile
+from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
 from langchain_core.messages import AnyMessage
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import InjectedToolCallId, tool
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 
-from llamon_agent import Agent
+from app.assistant import INTERRUPT_ON, SYSTEM_PROMPT
+from app.main import AGENTS as EXAMPLE_AGENTS
+from app.outbox import server_outbox
+from app.planner import EmailPlanner
+from llamon_agent import Agent, review_graph
 from llamon_agent.core.hitl import HITLInterrupt
+from llamon_agent.core.principal import split_key
 
 FIRST_QUESTION = "First question: what should I record?"
 SECOND_QUESTION = "Second question: anything to add?"
@@ -116,4 +125,40 @@ SLOW_AGENTS = [
         name="Slow side effect",
         description="Asks twice; between the questions it writes a line to a file and sleeps.",
     )
+]
+
+#: the example agents and the slow one on one server (tests/process/test_replicas.py)
+EXAMPLE_AND_SLOW_AGENTS = [*EXAMPLE_AGENTS, *SLOW_AGENTS]
+
+
+# ---------------------------------------------------------------- a crash after a side effect
+
+def pause_files(context_id: str) -> tuple[Path, Path]:
+    """``(arm, paused)``: a test creates ``arm`` for its context; the next ``send_email`` of
+    that context sends, removes ``arm``, creates ``paused`` and sleeps, so the test can kill the
+    server between the tool running and the turn's checkpoint being written. A re-run of the
+    turn (after the kill) finds no ``arm`` and goes on."""
+    folder = Path(tempfile.gettempdir())
+    return folder / f"llamon-pause-{context_id}.arm", folder / f"llamon-pause-{context_id}.paused"
+
+
+@tool
+async def send_email(
+    to: str, subject: str, body: str, config: RunnableConfig,
+    tool_call_id: Annotated[str, InjectedToolCallId],
+) -> str:
+    """Send an email to one address. A human approves it first."""
+    thread_id = (config.get("configurable") or {}).get("thread_id")
+    sent = await server_outbox(config).send_once(tool_call_id, to, subject, body, thread_id)
+    arm, paused = pause_files(split_key(str(thread_id))[1])
+    if arm.exists():
+        arm.unlink()
+        paused.touch()
+        await asyncio.sleep(GATE_TIMEOUT)
+    return f"Email #{sent.number} sent to {sent.to} with subject {sent.subject!r}."
+
+
+PAUSING_EMAIL_AGENTS = [
+    Agent("email-assistant", review_graph(EmailPlanner(), [send_email],
+                                          interrupt_on=INTERRUPT_ON, system_prompt=SYSTEM_PROMPT)),
 ]

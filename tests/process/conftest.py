@@ -13,7 +13,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,7 +45,7 @@ class Server:
     proc: subprocess.Popen[bytes]
     log_path: Path
     target: str
-    db: Path
+    db: Path | str
     _log_file: Any = field(repr=False, default=None)
 
     def log(self) -> str:
@@ -80,7 +80,7 @@ def _child_env() -> dict[str, str]:
     return env
 
 
-def _wait_ready(server: Server, deadline: float) -> bool:
+def _wait_ready(server: Server, deadline: float, timeout: float = STARTUP_TIMEOUT) -> bool:
     """True once the card answers; False when the process died (the caller reads the log)."""
     with httpx.Client(trust_env=False, timeout=1.0) as http:
         while time.monotonic() < deadline:
@@ -96,12 +96,14 @@ def _wait_ready(server: Server, deadline: float) -> bool:
             time.sleep(0.05)
     server.stop()
     raise TimeoutError(
-        f"server {server.target} did not answer {CARD_PATH} within {STARTUP_TIMEOUT}s:\n"
+        f"server {server.target} did not answer {CARD_PATH} within {timeout}s:\n"
         + server.log()
     )
 
 
-def serve_command(target: str, port: int, db: Path, extra_args: Sequence[str] = ()) -> list[str]:
+def serve_command(
+    target: str, port: int, db: Path | str, extra_args: Sequence[str] = ()
+) -> list[str]:
     """The ``llamon-agent serve`` command line the helpers run (``extra_args`` go last)."""
     return [
         sys.executable, "-m", "llamon_agent.cli", "serve", target,
@@ -117,15 +119,19 @@ def child_env() -> dict[str, str]:
 
 def start_server(
     target: str,
-    db: Path,
+    db: Path | str,
     log_dir: Path,
     extra_args: Sequence[str] = (),
     preexec_fn: Callable[[], None] | None = None,
+    startup_timeout: float = STARTUP_TIMEOUT,
+    env: Mapping[str, str] | None = None,
 ) -> Server:
     """Start ``llamon-agent serve`` and wait (bounded) until it answers; retry a taken port.
 
     ``extra_args`` are appended to the command line; ``preexec_fn`` runs in the child before
-    the server starts (e.g. to lower its file-descriptor limit)."""
+    the server starts (e.g. to lower its file-descriptor limit); ``startup_timeout`` bounds the
+    wait (worker processes each import the whole package before they answer); ``env`` is
+    merged into the child's environment (e.g. ``LLAMON_REVIEWER_TOKEN``)."""
     last_log = ""
     for attempt in range(3):
         port = _free_port()
@@ -135,14 +141,14 @@ def start_server(
         proc = subprocess.Popen(
             command,
             cwd=REPO_ROOT,
-            env=_child_env(),
+            env={**_child_env(), **(env or {})},
             stdout=log_file,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
             preexec_fn=preexec_fn,
         )
         server = Server(f"http://127.0.0.1:{port}", proc, log_path, target, db, log_file)
-        if _wait_ready(server, time.monotonic() + STARTUP_TIMEOUT):
+        if _wait_ready(server, time.monotonic() + startup_timeout, startup_timeout):
             return server
         server.stop()
         last_log = server.log()
@@ -164,9 +170,12 @@ def launch(tmp_path: Path) -> Iterator[Launch]:
         db: Path | None = None,
         extra_args: Sequence[str] = (),
         preexec_fn: Callable[[], None] | None = None,
+        startup_timeout: float = STARTUP_TIMEOUT,
+        env: Mapping[str, str] | None = None,
     ) -> Server:
         server = start_server(
-            target, db or tmp_path / "llamon.sqlite3", tmp_path, extra_args, preexec_fn
+            target, db or tmp_path / "llamon.sqlite3", tmp_path, extra_args, preexec_fn,
+            startup_timeout, env,
         )
         started.append(server)
         return server

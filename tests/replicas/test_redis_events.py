@@ -1,15 +1,20 @@
 """``RedisPublisher`` on a real Redis: a subscriber on replica B follows a turn that runs on
-replica A gap-free, ``Last-Event-ID`` replays exactly what is missing, the final event ends the
-stream, a slow subscriber is evicted, and nothing is left running or undeleted after close."""
+replica A gap-free (also from a second process, and without the task in B's own store),
+``Last-Event-ID`` replays exactly what is missing, the final event ends the stream, a finished
+turn is read from the store (else replayed from its stream), a slow subscriber is evicted, a
+follower whose owner died (killed, or ended without relaying its end) or whose stream expired
+ends instead of waiting forever, and nothing is left running or undeleted after close."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import signal
 import sys
 import textwrap
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,8 +22,11 @@ import pytest
 from llamon_agent import Agent
 from llamon_agent.a2a.types import Task, TaskStatusUpdateEvent
 from llamon_agent.backends.redis_events import RedisPublisher
+from llamon_agent.errors import TaskNotFoundError
 from llamon_agent.runtime.events import Event
+from llamon_agent.runtime.messages import status
 from llamon_agent.runtime.tasks import TaskManager
+from llamon_agent.stores.memory import InMemoryTaskStore
 from llamon_agent.stores.storage import open_storage
 from tests.backends_redis import REDIS_URL, keys_under
 from tests.runtime.helpers import DOC_QUESTION, doc_agent
@@ -37,6 +45,22 @@ async def replicas(
         b = RedisPublisher(storage.tasks, None, REDIS_URL, prefix=prefix, **kw)
         async with a, b, TaskManager([agent], storage, publisher=a) as manager:
             yield manager, a, b
+
+
+def stranger(prefix: str, **kw: Any) -> RedisPublisher:
+    """A replica whose own store does not know the task (a store of its own)."""
+    return RedisPublisher(InMemoryTaskStore(), None, REDIS_URL, prefix=prefix, **kw)
+
+
+async def delete(key: str) -> None:
+    """What expiry does to a task's stream."""
+    from redis.asyncio import Redis
+
+    client = Redis.from_url(REDIS_URL)
+    try:
+        assert await client.delete(key) == 1
+    finally:
+        await client.aclose()
 
 
 def final_state(events: list[Event]) -> str:
@@ -178,7 +202,6 @@ CHILD = textwrap.dedent("""
 """)
 
 
-@pytest.mark.skip(reason="unfinished (issue 11): the child process does not see the live events yet")
 async def test_a_subscriber_in_another_process_follows_the_turn(redis_prefix: str) -> None:
     """Replica B is a real second process: it replays from the start (Last-Event-ID 0) and
     follows live until the final event."""
@@ -206,3 +229,160 @@ async def test_a_subscriber_in_another_process_follows_the_turn(redis_prefix: st
     assert child.returncode == 0, err.decode()
     remote = [json.loads(line) for line in out.decode().splitlines()]
     assert remote == [[seq, payload.to_json().decode()] for seq, payload in local]
+
+
+async def test_b_follows_a_turn_its_own_store_does_not_know(redis_prefix: str) -> None:
+    """The stream shows the turn running: its snapshot and events are enough, no store read."""
+    gate = asyncio.Event()
+    async with replicas(redis_prefix, gated_agent(gate)) as (manager, _a, _b), \
+            stranger(redis_prefix) as b:
+        local: list[Event] = []
+        running = asyncio.create_task(collect(await manager.stream(params("go")), local))
+        await eventually(lambda: len(local) >= 5)
+        task_id = local[0][1].id  # type: ignore[attr-defined]
+        remote: list[Event] = []
+        following = asyncio.create_task(collect(await b.resubscribe(task_id, None), remote))
+        await eventually(lambda: len(remote) >= 5)
+        gate.set()
+        async with asyncio.timeout(10):
+            await asyncio.gather(running, following)
+    assert remote[0][0] == 0 and remote[0][1].to_json() == local[0][1].to_json()
+    assert wire(remote[1:]) == wire(local[1:])
+    assert final_state(remote) == "completed"
+
+
+async def test_a_finished_turn_is_read_from_the_store_else_replayed_from_its_stream(
+    redis_prefix: str,
+) -> None:
+    gate = asyncio.Event()
+    gate.set()
+    async with replicas(redis_prefix, gated_agent(gate)) as (manager, a, b), \
+            stranger(redis_prefix) as c:
+        local = await collect(await manager.stream(params("go")), [])
+        task_id = local[0][1].id  # type: ignore[attr-defined]
+        stored = await manager.get_task(task_id)
+        shared = await collect(await b.resubscribe(task_id, None), [])
+        replayed = await collect(await c.resubscribe(task_id, None), [])
+        await delete(a.key(task_id))  # the stream expired: only the store is left
+        expired = await collect(await b.resubscribe(task_id, 4), [])
+        with pytest.raises(TaskNotFoundError):
+            await c.resubscribe(task_id, None)
+    # B shares the store: the task as stored, then its final status (LocalPublisher's answer)
+    assert [seq for seq, _ in shared] == [0, 10]
+    assert shared[0][1].to_json() == stored.to_json()
+    # C's store does not know it: the turn's snapshot, then its events up to the final one
+    assert replayed[0][0] == 0 and replayed[0][1].to_json() == local[0][1].to_json()
+    assert wire(replayed[1:]) == wire(local[1:])
+    assert wire(expired) == wire(shared)  # Last-Event-ID 4 cannot be replayed: the store
+
+
+@asynccontextmanager
+async def quiet_replicas(
+    prefix: str, agent: Agent
+) -> AsyncIterator[tuple[TaskManager, RedisPublisher, RedisPublisher]]:
+    """As ``replicas``, but B checks a quiet stream after 0.05 s and has no idle limit."""
+    async with open_storage(":memory:") as storage:
+        a = RedisPublisher(storage.tasks, None, REDIS_URL, prefix=prefix)
+        b = RedisPublisher(storage.tasks, None, REDIS_URL, prefix=prefix, quiet=0.05,
+                           idle_limit=None)
+        async with a, b, TaskManager([agent], storage, publisher=a) as manager:
+            yield manager, a, b
+
+
+async def test_a_follower_ends_when_the_store_is_ahead_of_a_quiet_stream(
+    redis_prefix: str,
+) -> None:
+    """The owner stored its turn's end and died before relaying it: B's follower ends once the
+    stream is quiet and the store ahead of it, and a resubscribe reads the store."""
+    gate = asyncio.Event()
+    async with quiet_replicas(redis_prefix, gated_agent(gate)) as (manager, a, b):
+        local: list[Event] = []
+        running = asyncio.create_task(collect(await manager.stream(params("go")), local))
+        await eventually(lambda: len(local) >= 5)
+        task_id = local[0][1].id  # type: ignore[attr-defined]
+        remote: list[Event] = []
+        following = asyncio.create_task(collect(await b.resubscribe(task_id, None), remote))
+        await eventually(lambda: len(remote) >= 5)
+        record = await a._store.get(task_id)
+        assert record is not None
+        record.task = record.task.model_copy(update={"status": status("failed")})
+        record.event_seq = 7  # its ending numbered 6 and 7, never relayed
+        await a._store.save(record)
+        await asyncio.wait_for(following, 5)
+        after = await collect(await b.resubscribe(task_id, None), [])
+        assert b.following == 0
+        gate.set()
+        await asyncio.wait_for(running, 10)
+    assert remote[0][0] == 0 and wire(remote[1:]) == wire(local[1:5])
+    assert [seq for seq, _ in after] == [0, 7]
+    assert final_state(after) == "failed"
+
+
+async def test_a_follower_ends_when_its_stream_expires(redis_prefix: str) -> None:
+    gate = asyncio.Event()
+    async with quiet_replicas(redis_prefix, gated_agent(gate)) as (manager, a, b):
+        local: list[Event] = []
+        running = asyncio.create_task(collect(await manager.stream(params("go")), local))
+        await eventually(lambda: len(local) >= 5)
+        task_id = local[0][1].id  # type: ignore[attr-defined]
+        remote: list[Event] = []
+        following = asyncio.create_task(collect(await b.resubscribe(task_id, None), remote))
+        await eventually(lambda: len(remote) >= 5)
+        await delete(a.key(task_id))
+        await asyncio.wait_for(following, 5)
+        assert b.following == 0
+        gate.set()
+        await asyncio.wait_for(running, 10)
+    assert remote[0][0] == 0 and wire(remote[1:]) == wire(local[1:5])
+
+
+OWNER = textwrap.dedent("""
+    import asyncio, sys
+    from llamon_agent.backends.redis_events import RedisPublisher
+    from llamon_agent.runtime.tasks import TaskManager
+    from llamon_agent.stores.storage import open_storage
+    from tests.replicas.helpers import gated_agent, params
+
+    async def main(url, prefix):
+        gate = asyncio.Event()  # never opened: the turn runs until the process is killed
+        async with open_storage(":memory:") as storage:
+            a = RedisPublisher(storage.tasks, None, url, prefix=prefix)
+            async with a, TaskManager([gated_agent(gate)], storage, publisher=a) as manager:
+                async for seq, payload in await manager.stream(params("go")):
+                    if seq == 5:
+                        print(payload.task_id, flush=True)
+
+    asyncio.run(main(*sys.argv[1:]))
+""")
+
+
+async def test_a_follower_ends_after_the_idle_limit_when_the_owner_is_killed(
+    redis_prefix: str,
+) -> None:
+    """Replica A is a real process killed (SIGKILL) mid-turn: nothing ever ends its stream,
+    and B's store does not know the task; B's follower ends after its idle limit."""
+    owner = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", OWNER, REDIS_URL, redis_prefix,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    assert owner.stdout is not None and owner.stderr is not None
+    try:
+        line = await asyncio.wait_for(owner.stdout.readline(), 20)
+        assert line.strip(), await owner.stderr.read()
+        task_id = line.decode().strip()
+        async with stranger(redis_prefix, quiet=0.05, idle_limit=0.5) as b:
+            remote: list[Event] = []
+            following = asyncio.create_task(collect(await b.resubscribe(task_id, None), remote))
+            await eventually(lambda: len(remote) >= 5)
+            owner.kill()
+            await owner.wait()
+            await asyncio.wait_for(following, 10)
+            assert b.following == 0
+    finally:
+        if owner.returncode is None:
+            owner.kill()
+            await owner.wait()
+    assert owner.returncode == -signal.SIGKILL
+    assert [seq for seq, _ in remote] == [0, 2, 3, 4, 5]
+    assert isinstance(remote[0][1], Task) and remote[0][1].id == task_id

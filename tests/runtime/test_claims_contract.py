@@ -1,0 +1,107 @@
+"""The ``ContextClaims`` contract, the same tests on every implementation: ``LocalClaims`` (one
+process) and ``PostgresClaims`` (claim rows shared by replicas; skipped with a reason when no
+PostgreSQL server runs, failed under ``CI=true``). Two claim objects on PostgreSQL stand for two
+replicas; in one process there is only one ``LocalClaims``, so both names are the same object."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AsyncExitStack
+from dataclasses import dataclass
+
+import pytest
+
+from llamon_agent.runtime.claims import Claim, ClaimTaken, ContextClaims, LocalClaims
+
+
+@dataclass
+class Replicas:
+    a: ContextClaims
+    b: ContextClaims
+
+
+@pytest.fixture(params=["local", "postgres"])
+async def replicas(request: pytest.FixtureRequest) -> AsyncIterator[Replicas]:
+    if request.param == "local":
+        local = LocalClaims()
+        yield Replicas(local, local)
+        return
+    url = str(request.getfixturevalue("postgres_url"))
+    from llamon_agent.backends.pg_claims import PostgresClaims
+    from tests.replicas.pg import open_pool
+
+    async with AsyncExitStack() as stack:
+        pool = await stack.enter_async_context(open_pool(url))
+        a = await stack.enter_async_context(PostgresClaims(pool))
+        b = await stack.enter_async_context(PostgresClaims(pool))
+        yield Replicas(a, b)
+
+
+async def refusal(claims: ContextClaims, key: str) -> ClaimTaken:
+    with pytest.raises(ClaimTaken) as refused:
+        await claims.acquire(key)
+    return refused.value
+
+
+async def until(check: Callable[[], Awaitable[bool]], timeout: float = 5.0) -> None:
+    """PostgreSQL writes a claim's task id in the background, promptly: poll for it."""
+    async with asyncio.timeout(timeout):
+        while not await check():
+            await asyncio.sleep(0.01)
+
+
+async def test_one_holder_per_key_and_the_refusal_names_the_task(replicas: Replicas) -> None:
+    claim = await replicas.a.acquire("s:c1")
+    assert (claim.key, claim.task_id) == ("s:c1", None)
+    assert (await refusal(replicas.a, "s:c1")).task_id is None
+    assert (await refusal(replicas.b, "s:c1")).task_id is None
+    other = await replicas.b.acquire("s:c2")  # another context is free
+    assert other.key == "s:c2"
+
+    claim.task_id = "task-1"  # the turn's task is known (TurnWorker.start)
+
+    async def names_the_task() -> bool:
+        return (await refusal(replicas.b, "s:c1")).task_id == "task-1"
+
+    await until(names_the_task)
+    assert (await refusal(replicas.a, "s:c1")).task_id == "task-1"
+    assert (await refusal(replicas.b, "s:c2")).task_id is None
+
+
+async def test_held_follows_acquire_and_release(replicas: Replicas) -> None:
+    assert (await replicas.a.held("s:c1"), await replicas.b.held("s:c1")) == (False, False)
+    claim = await replicas.a.acquire("s:c1")
+    assert (await replicas.a.held("s:c1"), await replicas.b.held("s:c1")) == (True, True)
+    assert await replicas.b.held("s:c2") is False
+    await replicas.b.acquire("s:c3")
+    keys = {"s:c1", "s:c2", "s:c3"}
+    assert (await replicas.a.held_among(keys), await replicas.b.held_among(keys)) == (
+        {"s:c1", "s:c3"}, {"s:c1", "s:c3"})
+    assert await replicas.a.held_among(set()) == set()
+    await replicas.a.release(claim)
+    assert (await replicas.a.held("s:c1"), await replicas.b.held("s:c1")) == (False, False)
+    assert await replicas.b.held_among(keys) == {"s:c3"}
+
+
+async def test_a_released_key_is_acquired_again(replicas: Replicas) -> None:
+    first = await replicas.a.acquire("s:c1")
+    first.task_id = "task-1"
+    await replicas.a.release(first)
+    second = await replicas.b.acquire("s:c1")
+    assert second is not first and (second.key, second.task_id) == ("s:c1", None)
+    assert (await refusal(replicas.a, "s:c1")).task_id is None  # not the released task's
+
+
+async def test_releasing_a_claim_not_held_does_nothing(replicas: Replicas) -> None:
+    stale = await replicas.a.acquire("s:c1")
+    await replicas.a.release(stale)
+    holder = await replicas.b.acquire("s:c1")
+    await replicas.a.release(stale)  # released twice: the new holder keeps the context
+    await replicas.b.release(stale)
+    await replicas.a.release(Claim("s:c1"))  # a claim no acquire returned
+    await replicas.b.release(Claim("s:c1", "task-x"))
+    assert await replicas.a.held("s:c1") is True
+    assert (await refusal(replicas.a, "s:c1")).task_id is None
+    await replicas.b.release(holder)
+    assert await replicas.a.held("s:c1") is False
