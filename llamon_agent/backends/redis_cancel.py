@@ -25,8 +25,8 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from ..core.background import stop_task
 from ..runtime.cancel_relay import CancelHandler
-from .redis_tasks import stop_task
 
 __all__ = ["MAX_TASK_ID", "RedisCancelRelay"]
 

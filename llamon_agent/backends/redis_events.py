@@ -50,6 +50,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..a2a.types import RUNNING_STATES, Task, TaskStatusUpdateEvent, WireModel
+from ..core.background import stop_task
 from ..core.ports import HumanReviewPort
 from ..errors import TaskNotFoundError
 from ..runtime.ending import Ending
@@ -60,7 +61,6 @@ from ..runtime.turn import Turn
 from ..stores.base import StoredTask, TaskStore
 from .redis_follow import Quiet, StreamFollower
 from .redis_stream import Entry, decode, encode, replay_after, run_of
-from .redis_tasks import stop_task
 
 __all__ = ["RedisPublisher"]
 
@@ -166,7 +166,7 @@ class RedisPublisher(LocalPublisher):
 
     async def __aexit__(self, *exc: object) -> None:
         if self._writer is not None:
-            await stop_task(self._writer)  # one cancel may be lost (redis_tasks.py)
+            await stop_task(self._writer)  # one cancel may be lost (core/background.py)
             self._writer = None
         if self._redis is not None:
             await self._drain()  # close markers queued by the last turns' ends

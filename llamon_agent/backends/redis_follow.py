@@ -33,9 +33,9 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ..core.background import stop_task
 from ..runtime.events import Event
 from .redis_stream import CLOSE, Entry, StreamId, decode, format_id, parse_id
-from .redis_tasks import stop_task
 
 __all__ = ["Quiet", "RemoteSubscription", "Stale", "StreamFollower"]
 
@@ -189,7 +189,7 @@ class StreamFollower:
 
     async def __aexit__(self, *exc: object) -> None:
         if self._reader is not None:
-            await stop_task(self._reader)  # one cancel may be lost (redis_tasks.py)
+            await stop_task(self._reader)  # one cancel may be lost (core/background.py)
             self._reader = None
         for subs in list(self._subs.values()):
             for sub in list(subs):

@@ -40,6 +40,7 @@ from psycopg import AsyncConnection, Rollback, sql
 from psycopg.rows import tuple_row
 from psycopg_pool import AsyncConnectionPool
 
+from ..core.background import stop_task
 from ..core.clock import now
 from ..core.ports import Decision, Listener, Review, ReviewNotFoundError
 from .port import _closed_error, _Notifying
@@ -54,7 +55,6 @@ LISTENER_NAME = "llamon review listener"
 #: each failure up to the second
 RECONNECT_DELAYS = (0.1, 5.0)
 _CATCH_UP_BATCH = 200  # decisions read per query when catching up after a reconnection
-_STOP_AGAIN = 0.05  # seconds between cancels of the feed when closing (``_stop``)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS llamon_reviews (
@@ -116,20 +116,6 @@ async def _reconnect_pause(delay: float) -> None:
     await asyncio.sleep(delay)
 
 
-async def _stop(task: asyncio.Task[None]) -> None:
-    """Cancels ``task`` until it is done. On Python 3.11 ``asyncio.wait_for``, which
-    psycopg_pool uses to hand out a connection, loses a cancel that arrives as the call it wraps
-    completes (CPython gh-86296, as in ``backends/redis_tasks.py``): the feed would then carry
-    on listening and ``aclose`` would wait for it forever."""
-    try:
-        while not task.done():
-            task.cancel()
-            await asyncio.wait({task}, timeout=_STOP_AGAIN)
-    except asyncio.CancelledError:
-        task.cancel()
-        raise
-
-
 async def _resolved(value: Any) -> Any:
     """A pool's ``conninfo`` or ``kwargs``: the value, or what its (async) callable returns."""
     if callable(value):
@@ -187,7 +173,7 @@ class PostgresReviewPort(_Notifying):
         """Stops listening: the task is cancelled and awaited, the connection closed."""
         feed, self._feed, self._listening = self._feed, None, None
         if feed is not None:
-            await _stop(feed)
+            await stop_task(feed)  # psycopg_pool's wait_for may lose one cancel
         await self._drop_connection()
         self._seen, self.channel = None, None
         self._told_here.clear()

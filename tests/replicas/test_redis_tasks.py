@@ -9,7 +9,7 @@ import asyncio
 from typing import Any
 
 from llamon_agent.backends.redis_follow import StreamFollower
-from llamon_agent.backends.redis_tasks import stop_task
+from llamon_agent.core.background import stop_task
 from tests.backends_redis import REDIS_URL
 
 

@@ -1,4 +1,4 @@
-"""Stopping a background task that talks to Redis, for sure.
+"""Stopping a background task for sure, when a library under it may swallow the cancel.
 
 redis-py sends every command inside ``asyncio.wait_for(..., socket_timeout)`` (its default
 ``socket_timeout`` is 5 s). On Python 3.11, ``wait_for`` swallows a cancel that arrives while
@@ -6,8 +6,9 @@ the call it wraps has already completed (``except CancelledError: if fut.done():
 fut.result()`` in ``asyncio/tasks.py``; CPython gh-86296, bpo-42130, gone in 3.12 where
 ``wait_for`` is built on ``asyncio.timeout``). A reader cancelled just as it sends its next ``XREAD`` then
 carries on reading forever, and whoever awaits it after one ``cancel()`` hangs: that is how
-the follower of another process's stream never returned from its ``__aexit__``. So a stop asks
-again until the task is done.
+the follower of another process's stream never returned from its ``__aexit__``. psycopg_pool
+hands out connections inside ``wait_for`` too, so the review port's listener had the same
+hang. So a stop asks again until the task is done.
 """
 
 from __future__ import annotations
