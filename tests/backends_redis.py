@@ -35,6 +35,31 @@ async def keys_under(prefix: str) -> list[bytes]:
         await client.aclose()
 
 
+@contextmanager
+def fresh_redis_prefix() -> Iterator[str]:
+    """A key prefix of its own (synchronous, for sync fixtures); its keys are deleted at the
+    end. Redis not reachable: skip (fail under ``CI=true``)."""
+    try:
+        from redis import Redis
+        from redis.exceptions import RedisError
+    except ImportError:
+        unavailable("redis is not installed (pip install -e '.[redis]')")
+    client = Redis.from_url(REDIS_URL, socket_connect_timeout=3)
+    try:
+        client.ping()
+    except (RedisError, OSError) as exc:
+        client.close()
+        unavailable(f"Redis is not reachable at {REDIS_URL}: {exc}".strip())
+    prefix = f"llamon_t_{uuid.uuid4().hex[:12]}:"
+    try:
+        yield prefix
+    finally:
+        keys = list(client.scan_iter(match=f"{prefix}*", count=500))
+        if keys:
+            client.unlink(*keys)
+        client.close()
+
+
 @pytest.fixture
 async def redis_prefix() -> AsyncIterator[str]:
     """A key prefix of this test alone; its keys are deleted after the test."""

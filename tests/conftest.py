@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager
 from functools import cache
 from pathlib import Path
@@ -16,9 +16,41 @@ from asgi_lifespan import LifespanManager
 
 from llamon_agent import Agent, create_app
 from tests.backends import postgres_database, postgres_url  # noqa: F401 (fixtures)
-from tests.backends_redis import redis_prefix  # noqa: F401 (fixtures)
+from tests.backends_redis import (
+    REDIS_URL,
+    fresh_redis_prefix,
+    redis_prefix,  # noqa: F401 (fixtures)
+)
 
 ROOT = Path(__file__).resolve().parent.parent
+
+#: what ``serve`` opens when a test names none (the ``backend`` fixture changes it)
+_SERVED_ON: dict[str, str] = {"db": ":memory:"}
+BACKENDS = ("memory", "postgres+redis")
+
+
+def served_on() -> dict[str, str]:
+    """The ``create_app`` storage and events arguments of the test's ``backend``."""
+    return dict(_SERVED_ON)
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Runs a test on both backends: in-process storage and events, then a fresh PostgreSQL
+    schema with Redis events under a fresh key prefix, as replicas run (leased claims,
+    takeover sweeps, the Redis publisher and cancel relay all in the path). A module opts in
+    with ``pytestmark = pytest.mark.usefixtures("backend")``; ``serve`` picks it up."""
+    if request.param == "memory":
+        yield request.param
+        return
+    url = request.getfixturevalue("postgres_url")
+    with fresh_redis_prefix() as prefix:
+        _SERVED_ON.update(db=url, events=f"{REDIS_URL}?prefix={prefix}")
+        try:
+            yield request.param
+        finally:
+            _SERVED_ON.clear()
+            _SERVED_ON["db"] = ":memory:"
 #: the official A2A v0.3 JSON Schema, kept in the repository (tests/spec/SOURCE.md)
 SCHEMA_PATH = ROOT / "tests" / "spec" / "a2a-v0.3.0.schema.json"
 
@@ -125,7 +157,10 @@ class A2AClient:
 
 @asynccontextmanager
 async def serve(agents: Sequence[Agent], **kwargs: Any) -> AsyncIterator[A2AClient]:
-    kwargs.setdefault("db", ":memory:")
+    """An in-process server; storage and events are the ``backend`` fixture's when the test
+    uses it, else in memory."""
+    for name, value in served_on().items():
+        kwargs.setdefault(name, value)
     app = create_app(agents, **kwargs)
     async with LifespanManager(app) as manager:
         transport = httpx.ASGITransport(app=manager.app)

@@ -12,6 +12,7 @@ replicas' subscribers read (Redis), behind the same calls.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import AsyncIterator
 from typing import Any, Protocol
@@ -105,6 +106,8 @@ class LocalPublisher:
         record.event_seq += 1
         if save:
             await self.save(record)
+        if final and turn.on_stored is not None:
+            await turn.on_stored()
         turn.log.snapshot = record.task
         turn.log.publish(record.event_seq, payload, final=final)
         self._observe(turn)
@@ -130,8 +133,13 @@ class LocalPublisher:
         await self.publish(turn, event, final=final, save=save)
 
     async def end(self, turn: Turn, ending: Ending) -> None:
-        """One write for the whole ending, then its events: the artifact, the final status."""
-        record = turn.record
+        """One write for the whole ending, then its events: the artifact, the final status.
+
+        The ending is built on a copy and becomes the live record only once it is stored and
+        the context's claim is back (``Turn.on_stored``): a client that reads the end (a
+        ``tasks/get`` while the turn runs reads the live record) finds the context free."""
+        live = turn.record
+        record = dataclasses.replace(live)
         record.resuming = None  # the turn is over: a takeover has nothing to run again
         record.pending_interrupt = ending.pending[0].id if ending.pending else None
         if ending.pending:
@@ -157,6 +165,9 @@ class LocalPublisher:
         first = record.event_seq + 1
         record.event_seq += len(events)  # the stored task knows the ids of its final events
         await self.save(record)
+        if turn.on_stored is not None:
+            await turn.on_stored()
+        live.__dict__.update(record.__dict__)  # the same object: every holder sees the end
         turn.log.snapshot = record.task
         for offset, payload in enumerate(events):
             last = offset == len(events) - 1

@@ -96,6 +96,20 @@ class Router:
             return record
         return None
 
+    async def refuse_if_stale(self, request: Request, context_id: str) -> None:
+        """Raise ``StaleAnswerError`` when the message answers a question that is no longer
+        asked, as ``plan`` would. Asked when the context is busy: an answer whose question was
+        taken is stale for good, and saying so beats "busy" (on replicas another copy may hold
+        the claim only to be refused as stale itself)."""
+        if bound_interrupt(request.message) is None:
+            return
+        latest = await self._store.latest_in_context(context_key(request.space, context_id))
+        try:
+            target = await self._target(request.message, latest, request.space)
+        except TaskNotFoundError:
+            return  # not stored yet: the turn that holds the context decides
+        self._check_target(request.message, context_id, target, latest)
+
     async def context_agent(self, key: str) -> str | None:
         latest = await self._store.latest_in_context(key)
         return latest.agent_id if latest is not None else None

@@ -35,7 +35,7 @@ from ..stores.base import StoredTask
 from ..stores.storage import Storage
 from ..tool_review import catalog
 from .cancel_relay import CancelRelay, LocalCancelRelay
-from .claims import Claim, ClaimTaken, ContextClaims, LocalClaims, busy_error
+from .claims import ClaimTaken, ContextClaims, LocalClaims, busy_error
 from .events import Event, settled
 from .live import LiveTurns
 from .messages import response_copy
@@ -209,7 +209,11 @@ class TaskManager:
         located = await self._router.locate(request)
         if located.replayed is not None:
             return located.replayed
-        claim = await self._claim(context_key(space, located.context_id), located.context_id)
+        try:
+            claim = await self._claims.acquire(context_key(space, located.context_id))
+        except ClaimTaken as taken:  # told with the client's own context id, never the key
+            await self._router.refuse_if_stale(request, located.context_id)
+            raise busy_error(located.context_id, taken.task_id) from None
         try:
             plan = await self._router.plan(request, located.context_id)
             await check_task_bytes(plan.record, self._limits, self._storage.checkpointer)
@@ -224,12 +228,6 @@ class TaskManager:
             turn.subscription = turn.log.subscribe()
         await self._worker.start(turn)
         return turn
-
-    async def _claim(self, key: str, context_id: str) -> Claim:
-        try:
-            return await self._claims.acquire(key)
-        except ClaimTaken as taken:  # told with the client's own context id, never the key
-            raise busy_error(context_id, taken.task_id) from None
 
     # ------------------------------------------------------------------ cancel
 

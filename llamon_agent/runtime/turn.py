@@ -8,6 +8,7 @@ event log, whether a client waits for it, and the asyncio task that runs it (``w
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -53,6 +54,9 @@ class Turn:
     canceled: bool = False
     started: bool = False  # its runner began (a runner cancelled before that never runs)
     cancel_seen: bool = False  # the runner caught its cancel (no need to cancel it again)
+    #: called once the turn's end is stored, before its final event is published (the worker
+    #: gives the context's claim back there)
+    on_stored: Callable[[], Awaitable[None]] | None = None
     subscription: Subscription | None = None
     parked: bool = False  # the turn ended waiting for a reviewer (task stays ``working``)
     settings: RunContext | None = None  # the request's part of the runs' context

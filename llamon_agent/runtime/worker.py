@@ -83,6 +83,7 @@ class TurnWorker:
     async def start(self, turn: Turn) -> None:
         if turn.claim is not None:
             turn.claim.task_id = turn.record.id
+        turn.on_stored = lambda: self._release(turn)
         self._live.add(turn)
         try:
             # stored first when a client may see the task before the turn ends, when the turn
@@ -107,18 +108,30 @@ class TurnWorker:
         turn.runner = self._group.create_task(self._run(turn))
 
     async def finish(self, turn: Turn) -> None:
+        # the claim went back when the end was stored: the task's next turn may have begun
+        # on the same log already, and must keep it open
+        newer = self._live.get(turn.record.id) not in (None, turn)
         self._live.remove(turn)
-        if turn.claim is not None:
-            await self._claims.release(turn.claim)
-        if not turn.parked:  # a parked task's stream waits for the reviewer's turn
+        await self._release(turn)
+        if not turn.parked and not newer:  # a parked task's stream waits for the reviewer
             turn.log.close()
         turn.done.set()
+
+    async def _release(self, turn: Turn) -> None:
+        """Give the turn's claim back (once). The publisher calls it as soon as the turn's end
+        is stored, before any client hears of it (``Turn.on_stored``): a client that answers
+        the moment its stream shows the question must find the context free, also when the
+        claim is a database row whose release takes a round trip."""
+        claim, turn.claim = turn.claim, None
+        if claim is not None:
+            await self._claims.release(claim)
 
     async def report(self, plan: Plan, claim: Claim, state: str) -> None:
         """End a task that no turn runs (one waiting for an answer) in ``state``, under the
         context's ``claim``; stored before it is published."""
         claim.task_id = plan.record.id
         turn = Turn.of(plan, self._publisher.open(plan.record.id, plan.record.event_seq), claim)
+        turn.on_stored = lambda: self._release(turn)
         try:
             await self._publisher.set_status(turn, state, final=True)
         finally:

@@ -16,6 +16,9 @@ import pytest
 from llamon_agent import Agent, Limits
 from tests.conftest import A2AClient, assert_valid, rpc, send_params, serve, user_message
 
+#: runs on both backends: in process, and PostgreSQL + Redis as replicas run
+pytestmark = pytest.mark.usefixtures("backend")
+
 DOC_QUESTION = "어떤 서류를 검증할까요?"
 BIRTHDAY_QUESTION = "생년월일을 알려주세요."
 NOTES_QUESTION = "What should I note? Say 'done' when you are finished."

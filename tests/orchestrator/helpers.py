@@ -17,7 +17,7 @@ from asgi_lifespan import LifespanManager
 from llamon_agent import Agent, create_app
 from llamon_agent.core.principal import ANONYMOUS, context_key, space_of
 from llamon_agent.runtime.tasks import TaskManager
-from tests.conftest import A2AClient, assert_valid
+from tests.conftest import A2AClient, assert_valid, served_on
 
 TOKEN = "t"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -159,8 +159,10 @@ def artifact_data(task: dict[str, Any]) -> list[dict[str, Any]]:
 
 @asynccontextmanager
 async def serve_app(agents: Sequence[Agent], **kwargs: Any) -> AsyncIterator[Harness]:
-    """``create_app(agents, **kwargs)`` in process over ASGI (default ``db=":memory:"``)."""
-    kwargs.setdefault("db", ":memory:")
+    """``create_app(agents, **kwargs)`` in process over ASGI (default: the ``backend``
+    fixture's storage and events, else ``db=":memory:"``)."""
+    for name, value in served_on().items():
+        kwargs.setdefault(name, value)
     app = create_app(list(agents), **kwargs)
     async with LifespanManager(app) as manager:
         transport = httpx.ASGITransport(app=manager.app)

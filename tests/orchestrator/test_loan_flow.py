@@ -29,6 +29,9 @@ from tests.orchestrator.helpers import (
     serve_loan,
 )
 
+#: runs on both backends: in process, and PostgreSQL + Redis as replicas run
+pytestmark = pytest.mark.usefixtures("backend")
+
 
 def texts(message: dict[str, Any]) -> list[str]:
     return [p["text"] for p in message["parts"] if p["kind"] == "text"]

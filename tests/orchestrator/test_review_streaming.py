@@ -21,6 +21,9 @@ from tests.orchestrator.helpers import (
     serve_loan,
 )
 
+#: runs on both backends: in process, and PostgreSQL + Redis as replicas run
+pytestmark = pytest.mark.usefixtures("backend")
+
 QUIET = 0.4  # how long a stream that must stay open is watched for a stray event
 
 

@@ -28,6 +28,9 @@ from .helpers import (
     status_parts,
 )
 
+#: runs on both backends: in process, and PostgreSQL + Redis as replicas run
+pytestmark = pytest.mark.usefixtures("backend")
+
 REQUEST = "이 서류를 검증해줘"
 INVALID_PARAMS = -32602
 UNSUPPORTED_OPERATION = -32004

@@ -27,6 +27,9 @@ from .helpers import (
     status_parts,
 )
 
+#: every flow runs on both backends: in process, and PostgreSQL + Redis as replicas run
+pytestmark = pytest.mark.usefixtures("backend")
+
 CTX = "case-123"
 
 

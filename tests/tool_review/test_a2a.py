@@ -26,6 +26,9 @@ from tests.tool_review.helpers import (
     payload,
 )
 
+#: runs on both backends: in process, and PostgreSQL + Redis as replicas run
+pytestmark = pytest.mark.usefixtures("backend")
+
 
 @pytest.fixture
 async def outbox() -> AsyncIterator[Outbox]:
