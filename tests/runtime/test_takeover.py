@@ -8,15 +8,18 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
 from llamon_agent import Agent
+from llamon_agent.a2a.types import Message, Task, TextPart
 from llamon_agent.errors import UnsupportedOperationError
+from llamon_agent.runtime import messages
 from llamon_agent.runtime.cancel_relay import CancelHandler
 from llamon_agent.runtime.claims import LocalClaims
 from llamon_agent.runtime.tasks import TaskManager
+from llamon_agent.stores.base import StoredTask
 from llamon_agent.stores.storage import Storage, open_storage
 from tests.replicas.helpers import gated_agent, params
 
@@ -145,3 +148,39 @@ async def test_a_cancel_right_after_a_non_blocking_send_ends_the_task() -> None:
         assert canceled.status.state == "canceled"
         stored = await storage.tasks.get(running.id)
         assert stored is not None and stored.state == "canceled"
+
+
+def orphaned_first_turn(task_id: str, agent_id: str) -> StoredTask:
+    """A new task stored when its first turn began (a stream or a non-blocking send), whose
+    replica died before the turn wrote any checkpoint."""
+    message = Message(message_id=f"m-{task_id}", role="user", task_id=task_id,
+                      context_id=f"ctx-{task_id}",
+                      parts=[TextPart(kind="text", text="go")])  # type: ignore[list-item]
+    task = Task(id=task_id, context_id=f"ctx-{task_id}", history=[message],
+                status=messages.status("submitted"))
+    return StoredTask(task=task, agent_id=agent_id, event_seq=1)
+
+
+@pytest.mark.parametrize("on_takeover", ["continue", "fail"])
+async def test_a_first_turn_without_a_checkpoint_is_run_again_unless_the_agent_opts_out(
+    on_takeover: Literal["continue", "fail"],
+) -> None:
+    gate = asyncio.Event()
+    gate.set()
+    base = gated_agent(gate)
+    agent = Agent(base.id, base.graph, on_takeover=on_takeover)
+    async with open_storage(":memory:") as storage:
+        await storage.tasks.save(orphaned_first_turn("t1", agent.id))
+        async with replica(storage, LocalClaims(), agent):
+            await until_stored(storage, "t1", "completed" if on_takeover == "continue"
+                               else "failed")
+        record = await storage.tasks.get("t1")
+    assert record is not None
+    if on_takeover == "continue":  # the graph ran from the task's message to its end
+        assert record.task.artifacts is not None
+        assert [p.data for p in record.task.artifacts[0].parts] == [{"done": True}]  # type: ignore[union-attr]
+    else:
+        assert record.task.status.message is not None
+        text = record.task.status.message.parts[0].text  # type: ignore[union-attr]
+        assert text == ("The server could not resume this task after a restart: its run was "
+                        "interrupted and this agent does not continue interrupted runs.")
