@@ -36,9 +36,9 @@ async def keys_under(prefix: str) -> list[bytes]:
 
 
 @contextmanager
-def fresh_redis_prefix() -> Iterator[str]:
-    """A key prefix of its own (synchronous, for sync fixtures); its keys are deleted at the
-    end. Redis not reachable: skip (fail under ``CI=true``)."""
+def fresh_prefix() -> Iterator[str]:
+    """``redis_prefix`` for a synchronous fixture of any scope (servers a module's tests share):
+    the same skip, the same cleanup."""
     try:
         from redis import Redis
         from redis.exceptions import RedisError
@@ -63,47 +63,5 @@ def fresh_redis_prefix() -> Iterator[str]:
 @pytest.fixture
 async def redis_prefix() -> AsyncIterator[str]:
     """A key prefix of this test alone; its keys are deleted after the test."""
-    try:
-        from redis.asyncio import Redis
-        from redis.exceptions import RedisError
-    except ImportError:
-        unavailable("redis is not installed (pip install -e '.[redis]')")
-    client = Redis.from_url(REDIS_URL, socket_connect_timeout=3)
-    try:
-        await client.ping()
-    except (RedisError, OSError) as exc:
-        await client.aclose()
-        unavailable(f"Redis is not reachable at {REDIS_URL}: {exc}".strip())
-    prefix = f"llamon_t_{uuid.uuid4().hex[:12]}:"
-    try:
+    with fresh_prefix() as prefix:
         yield prefix
-    finally:
-        keys = [key async for key in client.scan_iter(match=f"{prefix}*", count=500)]
-        if keys:
-            await client.unlink(*keys)
-        await client.aclose()
-
-
-@contextmanager
-def fresh_prefix() -> Iterator[str]:
-    """``redis_prefix`` for a synchronous fixture of any scope (servers a module's tests share):
-    the same skip, the same cleanup."""
-    try:
-        from redis import Redis
-        from redis.exceptions import RedisError
-    except ImportError:
-        unavailable("redis is not installed (pip install -e '.[redis]')")
-    client = Redis.from_url(REDIS_URL, socket_connect_timeout=3)
-    try:
-        client.ping()
-    except (RedisError, OSError) as exc:
-        client.close()
-        unavailable(f"Redis is not reachable at {REDIS_URL}: {exc}".strip())
-    prefix = f"llamon_t_{uuid.uuid4().hex[:12]}:"
-    try:
-        yield prefix
-    finally:
-        keys = list(client.scan_iter(match=f"{prefix}*", count=500))
-        if keys:
-            client.unlink(*keys)
-        client.close()

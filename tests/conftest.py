@@ -18,7 +18,7 @@ from llamon_agent import Agent, create_app
 from tests.backends import postgres_database, postgres_url  # noqa: F401 (fixtures)
 from tests.backends_redis import (
     REDIS_URL,
-    fresh_redis_prefix,
+    fresh_prefix,
     redis_prefix,  # noqa: F401 (fixtures)
 )
 
@@ -44,7 +44,7 @@ def backend(request: pytest.FixtureRequest) -> Iterator[str]:
         yield request.param
         return
     url = request.getfixturevalue("postgres_url")
-    with fresh_redis_prefix() as prefix:
+    with fresh_prefix() as prefix:
         _SERVED_ON.update(db=url, events=f"{REDIS_URL}?prefix={prefix}")
         try:
             yield request.param

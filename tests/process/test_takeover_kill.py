@@ -3,7 +3,7 @@ written: the run is taken over and the email is sent once.
 
 The approval is stored with the task before the turn runs (``StoredTask.resuming``), so the
 server that takes over (here the same SQLite file restarted; on PostgreSQL another replica,
-tests/replicas/test_replica_processes.py) runs the turn again with the same decision instead
+tests/process/test_replicas.py) runs the turn again with the same decision instead
 of asking again; the tool is called again with the same ``tool_call_id`` and the outbox finds
 the email it already sent.
 """
