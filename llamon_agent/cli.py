@@ -157,9 +157,8 @@ def _database(text: str) -> str:
         url = parse_database_url(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
-    if url.kind == "postgres" and importlib.util.find_spec("psycopg_pool") is None:
-        raise argparse.ArgumentTypeError(
-            "PostgreSQL storage needs the postgres extra: pip install 'llamon-agent[postgres]'")
+    if url.kind == "postgres":
+        _require_extra("psycopg_pool", "postgres", "PostgreSQL storage needs")
     return text
 
 
@@ -169,10 +168,15 @@ def _events(text: str | None) -> str | None:
         url = parse_events_url(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
-    if url.kind == "redis" and importlib.util.find_spec("redis") is None:
-        raise argparse.ArgumentTypeError(
-            "Redis events need the redis extra: pip install 'llamon-agent[redis]'")
+    if url.kind == "redis":
+        _require_extra("redis", "redis", "Redis events need")
     return text if url.kind == "redis" else None
+
+
+def _require_extra(module: str, extra: str, what: str) -> None:
+    if importlib.util.find_spec(module) is None:
+        raise argparse.ArgumentTypeError(
+            f"{what} the {extra} extra: pip install 'llamon-agent[{extra}]'")
 
 
 #: ``Limits`` fields and what each bounds, for --help (defaults come from ``Limits()``)
