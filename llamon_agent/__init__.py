@@ -9,6 +9,8 @@ The top level holds what an agent author writes against. Everything else has one
 * ``llamon_agent.human_review``  human review of drafts (``InMemoryReviewPort``, ``SQLiteReviewPort``)
 * ``llamon_agent.orchestrator``  agents that call child agents (``Emission``, ``RunTurn``, ...)
 * ``llamon_agent.core.hitl``     the HITL question types (seed 004's import path)
+* ``llamon_agent.core.deadlines`` how long a person may take (``WaitPolicy``, ``Deadline``,
+  ``AnswerWith``, ``Reject``, ``Cancel``)
 """
 
 from .agent import Agent

@@ -13,6 +13,7 @@ from langgraph.graph import StateGraph
 from langgraph.pregel import Pregel
 
 from ._langgraph import channel_names, compiled_builder, input_keys
+from .core.deadlines import WaitPolicy
 from .core.hitl_graph import REQUEST_KEY, hitl_builder, route_compiled
 
 __all__ = ["Agent", "OutputlessGraphWarning"]
@@ -47,6 +48,8 @@ class Agent:
     (a restart, a replica killed) left unfinished: ``"continue"`` runs the turn again from its
     last checkpoint (tools must be idempotent: docs/tool-review.md), ``"fail"`` ends the task
     ``failed`` with a message. A question is asked again either way.
+    ``wait_policy``: how long its questions and tool reviews may wait for a person, and what
+    happens then (``WaitPolicy``; docs/hitl.md, "Deadlines"); none: they wait forever.
     """
 
     def __init__(
@@ -60,6 +63,7 @@ class Agent:
         llm: BaseChatModel | None = None,
         durability: Durability = "exit",
         on_takeover: Literal["continue", "fail"] = "continue",
+        wait_policy: WaitPolicy | None = None,
     ) -> None:
         if not isinstance(id, str) or not _AGENT_ID.match(id):
             raise ValueError(f"agent id must match {_AGENT_ID.pattern}, got {id!r}")
@@ -77,6 +81,9 @@ class Agent:
         if on_takeover not in ("continue", "fail"):
             raise ValueError(f"on_takeover must be 'continue' or 'fail', got {on_takeover!r}")
         self.on_takeover = on_takeover
+        if wait_policy is not None and not isinstance(wait_policy, WaitPolicy):
+            raise TypeError(f"wait_policy must be a WaitPolicy, got {wait_policy!r}")
+        self.wait_policy = wait_policy or WaitPolicy()
         _warn_if_outputless(id, graph)
 
     def compile(self, checkpointer: BaseCheckpointSaver[Any]) -> Pregel[Any, Any, Any, Any]:

@@ -1,8 +1,10 @@
-"""``llamon-agent serve [MODULE:ATTR] [--host] [--port] [--db] [--card] [limits...]``."""
+"""``llamon-agent serve [MODULE:ATTR] [--host] [--port] [--db] [--card] [limits...]``;
+``llamon-agent prune --older-than 30d [--dry-run] [--db URL]``."""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import functools
 import importlib
 import importlib.util
@@ -18,6 +20,7 @@ from .agent import Agent
 from .auth import CredentialConfigError, parse_file
 from .backends.events_url import parse_events_url
 from .core.bounds import Limits
+from .prune import add_prune_command, duration, run_prune
 from .server.app import create_app
 from .server.exposure import check_exposure
 from .server.logs import LOG_FORMATS, configure_logging, log_level
@@ -68,6 +71,7 @@ def build_app(
     extended_card: str | None = None,
     events: str | None = None,
     lease: float | None = None,
+    retention: float | None = None,
 ) -> Any:
     """A list of Agents becomes an app on ``db``; anything else is served as the ASGI app it is
     (``card``, ``public_url``, ``limits`` and ``quotas`` apply to a list of Agents only;
@@ -84,7 +88,7 @@ def build_app(
             return create_app(
                 list(obj), db=db, card=card_path, public_url=public_url, limits=limits,
                 settings=settings, quotas=quotas, api_keys=api_keys, extended_card=extended_card,
-                events=events or "local://", lease=lease,
+                events=events or "local://", lease=lease, retention=retention,
             )
         except (CredentialConfigError, ImportError) as exc:  # one line, never a secret
             raise SystemExit(f"error: {exc}") from None
@@ -190,6 +194,9 @@ _LIMIT_HELP = {
     "max_id_chars": "characters of an id a client chooses (messageId, contextId, taskId, ...)",
     "max_task_bytes": "bytes one task stores (its row), and of a context's graph state to "
     "start a new task in it (docs/storage.md)",
+    "max_url_chars": "characters of a push notification config's webhook url",
+    "max_token_chars": "characters of a push notification config's token and credentials",
+    "max_push_configs": "push notification configs of one task",
 }
 
 
@@ -236,6 +243,16 @@ def _parser(settings: Settings) -> argparse.ArgumentParser:
                            help="text (for a person) or json (one object a line, for a log "
                            "pipeline); docs/operations.md, Logs (default: $LLAMON_LOG_FORMAT, "
                            "else text)")
+    serve_cmd.add_argument("--retention", type=duration, default=settings.retention,
+                           metavar="DURATION", help="delete tasks that ended longer ago than "
+                           "this (30d, 12h, 90m, 45s), with their checkpoints, reviews and "
+                           "events; docs/operations.md, Retention (default: $LLAMON_RETENTION, "
+                           "else off: kept for ever)")
+    serve_cmd.add_argument("--push-allow-private", action="store_true",
+                           default=settings.push_allow_private,
+                           help="allow push notification webhooks on loopback, private and "
+                           "link-local addresses (tests, private networks); docs/operations.md, "
+                           "Push notifications (default: $LLAMON_PUSH_ALLOW_PRIVATE, else off)")
     _auth_arguments(serve_cmd)
 
     connections = serve_cmd.add_argument_group("connections")
@@ -284,6 +301,7 @@ def _parser(settings: Settings) -> argparse.ArgumentParser:
                         help="tasks waiting for input; a message that would start one more is "
                         "-32004, HTTP 429 on /hitl (default: $LLAMON_QUOTA_WAITING_TASKS, else "
                         "off)")
+    add_prune_command(commands, settings, _database)
     return parser
 
 
@@ -312,10 +330,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     except ValueError as exc:  # a malformed variable: one line, not a traceback
         raise SystemExit(f"error: {exc}") from None
     args = _parser(settings).parse_args(argv)
+    if args.command == "prune":
+        raise SystemExit(run_prune(args, settings))
     refused = _workers_refusal(args.workers, args.db, args.events)
     if refused is not None:  # before anything is built or opened
         raise SystemExit(f"error: {refused}")
     configure_logging(args.log_format, args.log_level)  # before anything below logs
+    if args.push_allow_private:  # each worker's app reads it from the settings it is given
+        settings = dataclasses.replace(settings, push_allow_private=True)
     limits = Limits(**{name: getattr(args, name) for name in _LIMIT_HELP})
     try:
         quotas = Quotas(requests_per_second=args.quota_rate, burst=args.quota_burst,
@@ -328,7 +350,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     make_app = functools.partial(
         build_app, args.target, args.db, args.card, public_url=args.public_url, limits=limits,
         settings=settings, quotas=quotas, api_keys=args.api_keys,
-        extended_card=args.extended_card, events=args.events, lease=args.lease)
+        extended_card=args.extended_card, events=args.events, lease=args.lease,
+        retention=args.retention)
     app = make_app()
     refusal = check_exposure(app, args.host, allow_unauthenticated=args.allow_unauthenticated)
     if refusal is not None:

@@ -12,6 +12,7 @@
         ├── InvalidParamsError                  -32602  REST: HTTP 400
         │   ├── LimitExceededError              an edge limit (core/bounds.py); REST: HTTP 422
         │   ├── StaleAnswerError                an answer to a question no longer pending; REST: 409
+        │   ├── QuestionExpiredError            an answer after the question's deadline; REST: 409
         │   └── ReviewError                     tool-call review (seed 000); REST: HTTP 400
         │       ├── NoPendingReviewError
         │       ├── ReviewPendingError
@@ -57,6 +58,7 @@ __all__ = [
     "NoPendingReviewError",
     "PayloadTooLargeError",
     "PushNotificationNotSupportedError",
+    "QuestionExpiredError",
     "QuotaExceededError",
     "ReviewError",
     "ReviewPendingError",
@@ -170,6 +172,23 @@ class StaleAnswerError(InvalidParamsError):
             "answered already, or never asked here); nothing was changed",
             data={"reason": "stale answer", "taskId": task_id, "interruptId": interrupt_id,
                   "pendingInterruptId": pending},
+        )
+
+
+class QuestionExpiredError(InvalidParamsError):
+    """An answer to a question (or decisions on a tool review) whose deadline passed: the
+    deadline's action answered, rejected or canceled in its place (docs/hitl.md,
+    "Deadlines"). Nothing the late answer carries was stored or run; ``data`` is
+    ``{"reason": "question expired", "taskId", "interruptId", "expiredAt"}``."""
+
+    http_status = 409
+
+    def __init__(self, task_id: str, interrupt_id: str | None, expired_at: str | None) -> None:
+        super().__init__(
+            "Question expired: nobody answered it before its deadline, so its deadline's "
+            "action was taken instead; this answer changed nothing",
+            data={"reason": "question expired", "taskId": task_id,
+                  "interruptId": interrupt_id, "expiredAt": expired_at},
         )
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, ExitStack, asynccontextmanager, contextmanager
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,12 @@ import pytest
 from asgi_lifespan import LifespanManager
 
 from llamon_agent import Agent, create_app
+from llamon_agent.backends.coordination import Coordination, open_coordination
+from llamon_agent.backends.events_url import parse_events_url
+from llamon_agent.core.ports import HumanReviewPort
+from llamon_agent.runtime.tasks import TaskManager
+from llamon_agent.settings import DEFAULT_LEASE
+from llamon_agent.stores.storage import Storage, open_storage
 from tests.backends import postgres_database, postgres_url  # noqa: F401 (fixtures)
 from tests.backends_redis import (
     REDIS_URL,
@@ -40,17 +47,70 @@ def backend(request: pytest.FixtureRequest) -> Iterator[str]:
     schema with Redis events under a fresh key prefix, as replicas run (leased claims,
     takeover sweeps, the Redis publisher and cancel relay all in the path). A module opts in
     with ``pytestmark = pytest.mark.usefixtures("backend")``; ``serve`` picks it up."""
-    if request.param == "memory":
+    with serving_on(request, request.param):
         yield request.param
-        return
-    url = request.getfixturevalue("postgres_url")
-    with fresh_prefix() as prefix:
-        _SERVED_ON.update(db=url, events=f"{REDIS_URL}?prefix={prefix}")
+
+
+@contextmanager
+def serving_on(request: pytest.FixtureRequest, name: str, db: str | None = None,
+               ) -> Iterator[None]:
+    """While inside, ``serve`` uses backend ``name``: ``memory``, ``postgres+redis`` (a fresh
+    schema and Redis prefix), or ``sqlite`` (the file ``db``)."""
+    with ExitStack() as stack:
+        if name == "sqlite":
+            assert db is not None
+            _SERVED_ON["db"] = db
+        elif name == "postgres+redis":
+            url = request.getfixturevalue("postgres_url")
+            prefix = stack.enter_context(fresh_prefix())
+            _SERVED_ON.update(db=url, events=f"{REDIS_URL}?prefix={prefix}")
         try:
-            yield request.param
+            yield
         finally:
             _SERVED_ON.clear()
             _SERVED_ON["db"] = ":memory:"
+
+
+def durable_db(tmp_path: Path, name: str = "llamon.sqlite3") -> str:
+    """The database of a test that reopens it (a restart) or reads it past the server: the
+    ``backend``'s PostgreSQL schema, which outlives every app of the test, else a SQLite file
+    ``name`` in ``tmp_path``."""
+    db = served_on()["db"]
+    return db if db.startswith("postgresql") else str(tmp_path / name)
+
+
+@dataclass
+class OnBackend:
+    """The ``backend``'s storage and replica parts, opened as ``create_app``'s lifespan opens
+    them, for tests that drive a ``TaskManager`` without HTTP."""
+
+    storage: Storage
+    coordination: Coordination
+    reviews: HumanReviewPort | None
+
+    def manager(self, agents: Sequence[Agent], **kwargs: Any) -> TaskManager:
+        """A ``TaskManager`` (not entered) wired to them, as ``create_app`` wires it."""
+        parts = self.coordination
+        return TaskManager(
+            agents, self.storage, reviews=self.reviews, claims=parts.claims,
+            publisher=parts.publisher, cancel_relay=parts.cancel_relay,
+            takeover_every=parts.takeover_every, **kwargs,
+        )
+
+
+@asynccontextmanager
+async def on_backend(db: str | None = None, *,
+                     reviews: HumanReviewPort | None = None) -> AsyncIterator[OnBackend]:
+    """``db`` (default: the ``backend``'s) with the ``backend``'s events; ``reviews`` is the
+    managers' review port (``None``: none, as ``TaskManager``'s default)."""
+    on = served_on()
+    async with AsyncExitStack() as stack:
+        storage = await stack.enter_async_context(open_storage(db or on["db"]))
+        coordination = await stack.enter_async_context(open_coordination(
+            storage, parse_events_url(on.get("events")), lease=DEFAULT_LEASE, reviews=reviews))
+        yield OnBackend(storage, coordination, reviews)
+
+
 #: the official A2A v0.3 JSON Schema, kept in the repository (tests/spec/SOURCE.md)
 SCHEMA_PATH = ROOT / "tests" / "spec" / "a2a-v0.3.0.schema.json"
 

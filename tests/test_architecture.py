@@ -37,6 +37,7 @@ PUBLIC = (
     "llamon_agent.human_review",
     "llamon_agent.orchestrator",
     "llamon_agent.core.hitl",
+    "llamon_agent.core.deadlines",
 )
 
 

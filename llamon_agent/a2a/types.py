@@ -17,16 +17,21 @@ __all__ = [
     "TERMINAL_STATES",
     "Artifact",
     "DataPart",
+    "DeleteTaskPushNotificationConfigParams",
     "FileContent",
     "FilePart",
+    "GetTaskPushNotificationConfigParams",
+    "ListTaskPushNotificationConfigParams",
     "Message",
     "MessageSendConfiguration",
     "MessageSendParams",
     "Part",
+    "PushNotificationAuthenticationInfo",
     "PushNotificationConfig",
     "Task",
     "TaskArtifactUpdateEvent",
     "TaskIdParams",
+    "TaskPushNotificationConfig",
     "TaskQueryParams",
     "TaskState",
     "TaskStatus",
@@ -199,4 +204,30 @@ class TaskQueryParams(WireModel):
 
 class TaskIdParams(WireModel):
     id: str
+    metadata: dict[str, Any] | None = None
+
+
+class TaskPushNotificationConfig(WireModel):
+    """``tasks/pushNotificationConfig/set`` params, and the result of set, get and list."""
+
+    task_id: str
+    push_notification_config: PushNotificationConfig
+
+
+class GetTaskPushNotificationConfigParams(WireModel):
+    """Also the older ``TaskIdParams`` form (no ``pushNotificationConfigId``)."""
+
+    id: str
+    push_notification_config_id: str | None = None
+    metadata: dict[str, Any] | None = None
+
+
+class ListTaskPushNotificationConfigParams(WireModel):
+    id: str
+    metadata: dict[str, Any] | None = None
+
+
+class DeleteTaskPushNotificationConfigParams(WireModel):
+    id: str
+    push_notification_config_id: str
     metadata: dict[str, Any] | None = None

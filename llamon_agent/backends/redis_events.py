@@ -45,7 +45,7 @@ import asyncio
 import functools
 import logging
 from collections import deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -65,6 +65,8 @@ from .redis_stream import Entry, decode, encode, replay_after, run_of
 __all__ = ["RedisPublisher"]
 
 log = logging.getLogger(__name__)
+
+_KEYS_PER_DELETE = 500  # one DEL per this many deleted tasks' streams
 
 
 @dataclass(frozen=True)
@@ -141,6 +143,14 @@ class RedisPublisher(LocalPublisher):
 
     def key(self, task_id: str) -> str:
         return f"{self._prefix}{task_id}"
+
+    async def forget(self, task_ids: Sequence[str]) -> None:
+        """The deleted tasks' streams go too (a stream expires ``finished_ttl`` after its
+        task's turn ends anyway; a context deleted sooner must not leave its events)."""
+        await super().forget(task_ids)
+        keys = [self.key(task_id) for task_id in task_ids]
+        for start in range(0, len(keys), _KEYS_PER_DELETE):
+            await self._redis.delete(*keys[start:start + _KEYS_PER_DELETE])
 
     @property
     def following(self) -> int:

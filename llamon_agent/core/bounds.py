@@ -74,6 +74,12 @@ class Limits:
     #: bytes of one stored task (history, artifacts, status, as the store encodes them): a
     #: message that would make its task larger is refused; what it bounds is in docs/storage.md
     max_task_bytes: int = 4 * MiB
+    #: characters of a push notification config's webhook ``url``
+    max_url_chars: int = 2 * KiB
+    #: characters of a push notification config's ``token`` and ``authentication.credentials``
+    max_token_chars: int = 1 * KiB
+    #: push notification configs of one task (``tasks/pushNotificationConfig/set``)
+    max_push_configs: int = 10
 
     def __post_init__(self) -> None:
         for name, value in vars(self).items():
@@ -175,7 +181,11 @@ def check_value(value: Any, limits: Limits, field: str) -> None:
     for node, depth in _walk(value):
         if depth > limits.max_depth:
             raise _too_deep(field, limits)
-        if node is None or isinstance(node, (bool, str)):
+        if node is None or isinstance(node, bool):
+            continue
+        if isinstance(node, str):
+            if "\x00" in node:
+                raise _nul(field)
             continue
         if isinstance(node, int):
             if not INT64_MIN <= node <= INT64_MAX:
@@ -188,6 +198,8 @@ def check_value(value: Any, limits: Limits, field: str) -> None:
             if not all(isinstance(k, str) for k in node):
                 raise LimitExceededError(f"{field} has an object key that is not a string",
                                          limit="json", field=field)
+            if any("\x00" in k for k in node):
+                raise _nul(field)
         elif not isinstance(node, list):
             raise LimitExceededError(f"{field} holds a {type(node).__name__}, which is not JSON",
                                      limit="json", field=field)
@@ -205,6 +217,17 @@ def check_text(text: str, limits: Limits, field: str) -> None:
             f"{field} has {len(text)} characters, over the limit of {limits.max_text_chars}",
             limit="max_text_chars", field=field, maximum=limits.max_text_chars,
         )
+    if "\x00" in text:
+        raise _nul(field)
+
+
+def _nul(field: str) -> InvalidParamsError:
+    """U+0000 cannot be stored on every backend (PostgreSQL's text and JSONB refuse it): it is
+    refused on all of them, so a conversation never works on one server and fails on another."""
+    return InvalidParamsError(
+        f"{field} contains U+0000 (NUL), which cannot be stored",
+        data={"field": field, "reason": "NUL character"},
+    )
 
 
 def check_id(value: str | None, limits: Limits, field: str) -> None:

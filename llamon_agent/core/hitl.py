@@ -10,9 +10,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from .deadlines import AnswerWith, Cancel, check_action, expiry_to_json, seconds_of
 
 __all__ = [
+    "DEADLINE_FIELD",
     "DEFAULT_ANSWER_KEY",
     "HITL_QUESTION_SCHEMA",
     "INTERRUPT_ID",
@@ -26,6 +29,9 @@ HITL_QUESTION_SCHEMA = "llamon.hitl.question.v1"
 DEFAULT_ANSWER_KEY = "hitl_answer"
 #: ``message.metadata`` key binding an answer to the question it answers (docs/hitl.md)
 INTERRUPT_ID = "interruptId"
+#: the private payload key a question's own deadline travels under, from the node to the
+#: server (never on the wire: the wire shows ``expires_at`` instead)
+DEADLINE_FIELD = "__llamon_deadline__"
 MAX_INTERRUPT_ID = 128  # LangGraph's ids are 32 hex digits; a forwarded one may be longer
 
 
@@ -40,14 +46,33 @@ class HITLOption(BaseModel):
 
 
 class HITLQuestion(BaseModel):
-    """A question with optional choices; ``to_payload()`` is the wire payload."""
+    """A question with optional choices; ``to_payload()`` is the wire payload.
 
-    model_config = ConfigDict(frozen=True)
+    ``expires_in`` (seconds) and ``on_expiry`` (``AnswerWith(value)`` or ``Cancel(message)``)
+    override the agent's ``WaitPolicy.questions`` for this question (docs/hitl.md,
+    "Deadlines"); ``on_expiry`` alone keeps the policy's wait, ``expires_in`` alone its
+    action (cancel when the agent has none)."""
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
 
     prompt: str
     options: list[HITLOption] = Field(default_factory=list)
     multi_select: bool = False
     free_text_allowed: bool = True
+    expires_in: float | None = None
+    on_expiry: AnswerWith | Cancel | None = None
+
+    @field_validator("expires_in")
+    @classmethod
+    def _wait(cls, value: float | None) -> float | None:
+        return None if value is None else seconds_of(value)
+
+    @field_validator("on_expiry")
+    @classmethod
+    def _action(cls, value: AnswerWith | Cancel | None) -> AnswerWith | Cancel | None:
+        if value is not None:
+            check_action(value, "question")
+        return value
 
     def __init__(self, prompt: str | None = None, /, **data: Any) -> None:
         if prompt is not None:
@@ -66,7 +91,16 @@ class HITLQuestion(BaseModel):
             ],
             "multi_select": self.multi_select,
             "free_text_allowed": self.free_text_allowed,
+            **self._deadline(),
         }
+
+    def _deadline(self) -> dict[str, Any]:
+        if self.expires_in is None and self.on_expiry is None:
+            return {}
+        own: dict[str, Any] = {"in": self.expires_in}
+        if self.on_expiry is not None:
+            own["then"] = expiry_to_json(self.on_expiry)
+        return {DEADLINE_FIELD: own}
 
 
 class HITLInterrupt:

@@ -44,7 +44,7 @@ from .._langgraph import (
     node_names,
     resume_waiting,
 )
-from .hitl import HITLInterrupt
+from .hitl import DEADLINE_FIELD, HITLInterrupt
 from .run_context import context_id_of
 
 HITL_NODE = "__hitl__"
@@ -153,10 +153,13 @@ def _wrap_node(name: str, runnable: Any) -> Runnable[Any, Any]:
     return lean_runnable(run, arun, name=name)
 
 
+_PRIVATE_FIELDS = frozenset({KEY_FIELD, DEADLINE_FIELD})
+
+
 def public_payload(value: Any) -> Any:
-    """An interrupt value as the wire shows it (without the private answer key)."""
-    if isinstance(value, dict) and KEY_FIELD in value:
-        return {k: v for k, v in value.items() if k != KEY_FIELD}
+    """An interrupt value as the wire shows it (without the private answer key and deadline)."""
+    if isinstance(value, dict) and not _PRIVATE_FIELDS.isdisjoint(value):
+        return {k: v for k, v in value.items() if k not in _PRIVATE_FIELDS}
     return value
 
 

@@ -8,7 +8,7 @@ them, so that no layer imports upward (``docs/architecture.md``, "Layers").
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -112,6 +112,11 @@ class HumanReviewPort(Protocol):
     async def close_for_task(self, task_id: str, reason: str) -> list[Review]:
         """Close the task's pending reviews (its task ended: ``reason`` says how); they leave
         ``pending()`` and ``decide`` refuses them. Returns the reviews it closed."""
+        ...
+
+    async def delete_for_tasks(self, task_ids: Sequence[str]) -> int:
+        """Delete every review (pending, decided or closed) of these tasks: retention or a
+        context deletion removed them (docs/operations.md, "Retention"). Returns how many."""
         ...
 
     def on_decision(self, listener: Listener) -> Callable[[], None]:

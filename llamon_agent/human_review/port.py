@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sqlite3
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -95,6 +95,15 @@ class InMemoryReviewPort(_Notifying):
         self._reviews[review.id] = review
         return [review]
 
+    async def delete_for_tasks(self, task_ids: Sequence[str]) -> int:
+        doomed = set(task_ids)
+        gone = [r.id for r in self._reviews.values() if r.task_id in doomed]
+        for review_id in gone:
+            del self._reviews[review_id]
+        for task_id in doomed:
+            self._by_task.pop(task_id, None)
+        return len(gone)
+
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS llamon_reviews (
@@ -118,6 +127,7 @@ _COLUMNS = (
     "id, task_id, context_id, agent_id, draft, status, decision, created, decided, closed,"
     " closed_reason, decided_by"
 )
+_IDS_PER_STATEMENT = 500
 #: columns later versions added, for files an earlier version created (their rows keep
 #: working: a decision stored before reviewers had names has ``decidedBy`` null)
 _ADDED_COLUMNS = {"closed": "TEXT", "closed_reason": "TEXT", "decided_by": "TEXT DEFAULT NULL"}
@@ -204,3 +214,15 @@ class SQLiteReviewPort(_Notifying):
                 (now(), reason, task_id),
             ).fetchall()
         return [_row(r) for r in rows]
+
+    async def delete_for_tasks(self, task_ids: Sequence[str]) -> int:
+        ids = list(task_ids)
+        deleted = 0
+        for start in range(0, len(ids), _IDS_PER_STATEMENT):
+            chunk = ids[start:start + _IDS_PER_STATEMENT]
+            with self._conn:  # the index on (task_id, status) finds them
+                deleted += self._conn.execute(
+                    f"DELETE FROM llamon_reviews WHERE task_id IN ({', '.join('?' * len(chunk))})",
+                    chunk,
+                ).rowcount
+        return deleted

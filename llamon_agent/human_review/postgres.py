@@ -31,7 +31,7 @@ import asyncio
 import inspect
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import aclosing
 from typing import Any
 
@@ -207,6 +207,8 @@ class PostgresReviewPort(_Notifying):
             # (and should it be decided in between too, open a new one: the loop again)
 
     async def get(self, review_id: str) -> Review:
+        if "\x00" in review_id:  # no text column holds NUL: unknown, not a DataError (500)
+            raise ReviewNotFoundError(review_id)
         row = await self._one(f"SELECT {_COLUMNS} FROM llamon_reviews WHERE id = %s",
                               (review_id,))
         if row is None:
@@ -220,6 +222,8 @@ class PostgresReviewPort(_Notifying):
         return [_row(r) for r in rows]
 
     async def decide(self, review_id: str, decision: Decision) -> Review:
+        if "\x00" in review_id:  # as in ``get``
+            raise ReviewNotFoundError(review_id)
         row: tuple[Any, ...] | None = None
         told_here: asyncio.Future[bool] | None = None
         try:
@@ -260,6 +264,13 @@ class PostgresReviewPort(_Notifying):
             (now(), reason, task_id),
         )
         return [_row(r) for r in rows]
+
+    async def delete_for_tasks(self, task_ids: Sequence[str]) -> int:
+        # the index ``llamon_reviews_task`` (a migration of ``stores/postgres.py``) finds them
+        rows = await self._all(
+            "DELETE FROM llamon_reviews WHERE task_id = ANY(%s) RETURNING id", (list(task_ids),)
+        )
+        return len(rows)
 
     # ------------------------------------------------------------------ listening
 

@@ -21,6 +21,7 @@ from langgraph.graph.message import add_messages
 from langgraph.types import Command
 
 from ..agent import Agent
+from ..core.deadlines import WaitPolicy
 from ..core.hitl import HITLInterrupt
 from ..core.run_context import context_id_of, run_context
 from ..errors import LlamonError
@@ -84,10 +85,12 @@ class Orchestrator(Agent):
         description: str | None = None,
         skills: Sequence[Mapping[str, Any]] | None = None,
         children: Sequence[RemoteAgent] = (),
+        wait_policy: WaitPolicy | None = None,
     ) -> None:
         self.run_turn = run_turn
         self.remote_children = {c.id: c for c in children}
-        super().__init__(id, self._graph(), name=name, description=description, skills=skills)
+        super().__init__(id, self._graph(), name=name, description=description, skills=skills,
+                         wait_policy=wait_policy)
 
     def _graph(self) -> StateGraph[Any, Any, Any, Any]:
         run_turn = self.run_turn

@@ -7,6 +7,7 @@ from typing import Any
 
 from ..a2a.types import DataPart, Task, TextPart
 from ..core.ports import ChildCaller
+from .timeouts import DEFAULT_CHILD_TIMEOUTS, ChildTimeouts
 
 __all__ = ["ChildCaller", "ChildFailedError", "ChildResult", "RemoteAgent", "child_context"]
 
@@ -14,11 +15,21 @@ __all__ = ["ChildCaller", "ChildFailedError", "ChildResult", "RemoteAgent", "chi
 @dataclass(frozen=True)
 class RemoteAgent:
     """A child reached over A2A: ``url`` is its JSON-RPC endpoint (or any URL of its origin,
-    whose agent card names the endpoint); ``agent_id`` goes into ``metadata.agentId``."""
+    whose agent card names the endpoint); ``agent_id`` goes into ``metadata.agentId``.
+    ``timeout``: how long to wait on it (``ChildTimeouts``, or one number of seconds for all of
+    its bounds); after construction it is always a ``ChildTimeouts``."""
 
     id: str
     url: str
     agent_id: str | None = None
+    timeout: ChildTimeouts | float = DEFAULT_CHILD_TIMEOUTS
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "timeout", ChildTimeouts.of(self.timeout))
+
+    @property
+    def timeouts(self) -> ChildTimeouts:
+        return ChildTimeouts.of(self.timeout)
 
 
 class ChildFailedError(RuntimeError):

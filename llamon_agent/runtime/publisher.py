@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any, Protocol
 
 from ..a2a.types import (
@@ -32,12 +32,16 @@ from ..stores.base import StoredTask, TaskStore
 from . import messages
 from .ending import Ending
 from .events import Event, EventHub, EventLog, iterate, prepend
+from .expiry import stamp
 from .observer import NO_OBSERVER, TaskObserver, notify_state
 from .turn import Turn
 
 __all__ = ["EventPublisher", "LocalPublisher"]
 
 log = logging.getLogger(__name__)
+
+#: told of every stored write of a task (``EventPublisher.on_saved``)
+SaveListener = Callable[[StoredTask], Awaitable[None]]
 
 
 class EventPublisher(Protocol):
@@ -47,7 +51,16 @@ class EventPublisher(Protocol):
 
     def discard(self, task_id: str) -> None: ...
 
+    async def forget(self, task_ids: Sequence[str]) -> None:
+        """The events of deleted tasks (retention, a context deletion): this process's logs,
+        and wherever else they are kept (a Redis stream)."""
+        ...
+
     async def save(self, record: StoredTask) -> None: ...
+
+    def on_saved(self, listener: SaveListener) -> None:
+        """``listener(record)`` runs after every stored write of a task (push notifications)."""
+        ...
 
     async def publish(
         self, turn: Turn, payload: WireModel, *, save: bool, final: bool = False
@@ -78,6 +91,7 @@ class LocalPublisher:
         self._reviews = reviews
         self._hub = hub or EventHub()
         self._observer = observer
+        self._saved: list[SaveListener] = []
 
     def open(self, task_id: str, last_seq: int) -> EventLog:
         return self._hub.open(task_id, last_seq)
@@ -86,10 +100,23 @@ class LocalPublisher:
         """Close and forget a task's log: readers go to the store."""
         self._hub.discard(task_id)
 
+    async def forget(self, task_ids: Sequence[str]) -> None:
+        for task_id in task_ids:
+            self._hub.discard(task_id)
+
+    def on_saved(self, listener: SaveListener) -> None:
+        self._saved.append(listener)
+
     async def save(self, record: StoredTask) -> None:
         """Every write of a task goes here. A terminal state closes the task's pending reviews,
-        so a reviewer deciding afterwards is told (409) instead of deciding nothing."""
+        so a reviewer deciding afterwards is told (409) instead of deciding nothing. The
+        listeners (push notifications) hear of every write once it is stored."""
         await self._store.save(record)
+        for listener in self._saved:
+            try:
+                await listener(record)
+            except Exception:  # the write is stored: a listener never undoes or stops it
+                log.exception("a listener of task %s's write failed", record.id)
         if record.state not in TERMINAL_STATES or self._reviews is None:
             return
         try:
@@ -127,6 +154,7 @@ class LocalPublisher:
 
     async def publish_status(self, turn: Turn, *, final: bool, save: bool) -> None:
         record = turn.record
+        stamp(record, turn.served)
         event = TaskStatusUpdateEvent(
             task_id=record.id, context_id=record.context_id, status=record.task.status, final=final
         )
@@ -151,6 +179,7 @@ class LocalPublisher:
         record.task = record.task.model_copy(
             update={"status": messages.status(ending.state, ending.message)}
         )
+        stamp(record, turn.served)  # a question's deadline, shown in its ``hitl`` part
         events: list[WireModel] = []
         if ending.artifact is not None:
             events.append(TaskArtifactUpdateEvent(

@@ -10,7 +10,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
-from ..a2a.types import Message, MessageSendParams
+from ..a2a.types import Message, MessageSendParams, PushNotificationConfig
 from ..core.principal import ANONYMOUS
 from ..errors import (
     ContentTypeNotSupportedError,
@@ -37,17 +37,25 @@ class Request:
     language: str | None
     #: the caller's space (core/principal.py): whose contexts and tasks the message may reach
     space: str = ANONYMOUS
+    #: the interrupt whose deadline this message answers in a person's place (the sweeper's
+    #: own messages only: ``checked_request`` never sets it, so no client can)
+    expiring: str | None = None
+    #: ``configuration.pushNotificationConfig``: registered for the task the message reaches
+    #: (the edge checked the webhook: ``server/push_methods.py``)
+    push_config: PushNotificationConfig | None = None
 
 
 def checked_request(
     params: MessageSendParams, agent_ids: Collection[str], language: str | None = None,
-    space: str = ANONYMOUS,
+    space: str = ANONYMOUS, *, push: bool = False,
 ) -> Request:
+    """``push``: the server delivers push notifications (else a config is ``-32003``)."""
     message = params.message
     if message.role != "user":
         raise InvalidParamsError("messages sent to an agent must have role 'user'")
     config = params.configuration
-    if config is not None and config.push_notification_config is not None:
+    push_config = config.push_notification_config if config is not None else None
+    if push_config is not None and not push:
         raise PushNotificationNotSupportedError()
     hint = (params.metadata or {}).get("agentId")
     if hint is not None and (not isinstance(hint, str) or hint not in agent_ids):
@@ -66,4 +74,5 @@ def checked_request(
         history_length=config.history_length if config is not None else None,
         language=language,
         space=space,
+        push_config=push_config,
     )

@@ -12,6 +12,7 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator
 
+from ..core.background import stop_task
 from ..core.ports import Review
 from ..stores.base import StoredTask
 from .claims import ClaimTaken, ContextClaims
@@ -82,9 +83,8 @@ class Resumer:
         try:
             yield
         finally:
-            sweeper.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await sweeper
+            # a cancel landing in psycopg_pool's ``wait_for`` may be lost (core/background.py)
+            await stop_task(sweeper)
 
     async def _sweep(self, every: float) -> None:
         """A failed sweep is logged and the next one tries again."""

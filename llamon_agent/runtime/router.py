@@ -17,10 +17,12 @@ from typing import Any
 
 from ..a2a.types import RUNNING_STATES, TERMINAL_STATES, Message, Task
 from ..core.bounds import Limits
+from ..core.clock import Clock, iso, system_clock
 from ..core.principal import context_key
 from ..errors import (
     InvalidParamsError,
     NoPendingReviewError,
+    QuestionExpiredError,
     QuotaExceededError,
     StaleAnswerError,
     TaskNotFoundError,
@@ -52,6 +54,7 @@ class Router:
     def __init__(
         self, served: Mapping[str, ServedAgent], default_agent: str, store: TaskStore,
         live: LiveTurns, limits: Limits, max_waiting: int | None = None,
+        clock: Clock = system_clock,
     ) -> None:
         self._served = served
         self._default = default_agent
@@ -59,6 +62,7 @@ class Router:
         self._live = live
         self._limits = limits
         self._max_waiting = max_waiting
+        self._clock = clock
 
     async def locate(self, request: Request) -> Located:
         message = request.message
@@ -108,6 +112,7 @@ class Router:
             target = await self._target(request.message, latest, request.space)
         except TaskNotFoundError:
             return  # not stored yet: the turn that holds the context decides
+        self._refuse_expired(request, target, latest)
         self._check_target(request.message, context_id, target, latest)
 
     async def context_agent(self, key: str) -> str | None:
@@ -139,6 +144,7 @@ class Router:
                 f"Context {context_id} belongs to agent {agent_id!r}, which is not served here"
             )
         target = await self._target(message, latest, request.space)
+        self._refuse_expired(request, target, latest)
         self._check_target(message, context_id, target, latest)
         if target is None:
             if carries_decisions(message):
@@ -170,6 +176,22 @@ class Router:
             f"Quota exceeded: {maximum} tasks already wait for input; answer or cancel one",
             what="tasks waiting for input", quota="max_waiting_tasks", maximum=maximum,
         )
+
+    def _refuse_expired(
+        self, request: Request, target: StoredTask | None, latest: StoredTask | None
+    ) -> None:
+        """A late answer: to a question whose deadline passed (bound to it by ``interruptId``,
+        or sent to the task while it still waits for the sweeper to act) changes nothing."""
+        bound = bound_interrupt(request.message)
+        shown = target or latest
+        if bound is not None and shown is not None and bound in shown.expired:
+            raise QuestionExpiredError(shown.id, bound, None)
+        deadline = target.deadline if target is not None else None
+        if (target is None or deadline is None or request.expiring is not None
+                or target.state != "input-required"):
+            return
+        if deadline.at <= iso(self._clock()):  # the sweeper acts within one period
+            raise QuestionExpiredError(target.id, deadline.interrupt_id, deadline.at)
 
     @staticmethod
     def _check_target(

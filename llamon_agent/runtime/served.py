@@ -12,6 +12,7 @@ from langgraph.pregel import Pregel
 
 from ..agent import Agent
 from ..core.bounds import Limits
+from ..core.clock import Clock, system_clock
 from ..core.ports import HumanReviewPort
 from ..core.run_context import RunContext
 from .children import CancelLocal, Children, SendLocal
@@ -30,6 +31,8 @@ class ServedAgent:
     input_keys: frozenset[str] | None
     context: RunContext = field(default_factory=RunContext)
     children: Children | None = None
+    #: the server's clock: deadlines are set from it (tests move it instead of sleeping)
+    clock: Clock = system_clock
 
 
 def checked_agents(agents: Sequence[Agent]) -> list[Agent]:
@@ -44,7 +47,7 @@ def checked_agents(agents: Sequence[Agent]) -> list[Agent]:
 def serve_agents(
     agents: Sequence[Agent], checkpointer: BaseCheckpointSaver[Any], *,
     reviews: HumanReviewPort | None, db: str | None, limits: Limits, http: httpx.AsyncClient,
-    send_local: SendLocal, cancel_local: CancelLocal,
+    send_local: SendLocal, cancel_local: CancelLocal, clock: Clock = system_clock,
 ) -> dict[str, ServedAgent]:
     """Compile every agent; give each the context its runs see, with one child caller built
     once (an orchestrator's children may be any other agent of the server)."""
@@ -54,6 +57,6 @@ def serve_agents(
         context = RunContext(agent_id=agent.id, reviews=reviews, db=db, limits=limits)
         children = Children(agent, ids, send_local, cancel_local, http)
         served[agent.id] = ServedAgent(
-            agent, agent.compile(checkpointer), agent.input_keys(), context, children
+            agent, agent.compile(checkpointer), agent.input_keys(), context, children, clock
         )
     return served

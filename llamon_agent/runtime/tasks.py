@@ -28,14 +28,27 @@ import httpx
 from ..a2a.types import TERMINAL_STATES, MessageSendParams, Task
 from ..agent import Agent
 from ..core.bounds import Limits
+from ..core.deadlines import Deadline
 from ..core.ports import HumanReviewPort
 from ..core.principal import ANONYMOUS, context_key
 from ..errors import TaskNotCancelableError, TaskNotFoundError
-from ..stores.base import StoredTask
+from ..push.service import PushNotifications
+from ..stores.base import Expiry, StoredTask
 from ..stores.storage import Storage
 from ..tool_review import catalog
 from .cancel_relay import CancelRelay, LocalCancelRelay
+from .child_cancel import cancel_children
+from .children import ChildCall
 from .claims import ClaimTaken, ContextClaims, LocalClaims, busy_error
+from .context_deletion import ContextDeletion, DeletedContext
+from .deadlines import (
+    DeadlineJob,
+    DraftDeadlineJob,
+    cancel_note,
+    expiry_message,
+    mark_expired,
+)
+from .erasure import Erasure
 from .events import Event, settled
 from .live import LiveTurns
 from .messages import response_copy
@@ -43,12 +56,14 @@ from .observer import NO_OBSERVER, TaskObserver
 from .publisher import EventPublisher, LocalPublisher
 from .recovery import LeaseRecovery, LocalRecovery, Recovery
 from .remote_cancel import cancel_elsewhere
-from .requests import checked_request
+from .requests import Request, checked_request
 from .resumer import Resumer
+from .retention import Retention
 from .review_decisions import ReviewDecisions
 from .router import Router
 from .run_settings import remember_reviews, run_settings
 from .served import ServedAgent, checked_agents, serve_agents
+from .sweeper import Sweeper
 from .task_bound import check_task_bytes
 from .turn import Plan, Turn
 from .worker import TurnWorker
@@ -70,13 +85,18 @@ class TaskManager:
         publisher: EventPublisher | None = None, recovery: Recovery | None = None,
         observer: TaskObserver = NO_OBSERVER, max_waiting_tasks: int | None = None,
         cancel_relay: CancelRelay | None = None, takeover_every: float | None = None,
-        cancel_wait: float = 10.0,
+        cancel_wait: float = 10.0, sweeper: Sweeper | None = None,
+        draft_deadline: Deadline | None = None, retention: float | None = None,
+        push: PushNotifications | None = None,
     ) -> None:
         """Replicas pass shared ``claims``, ``publisher`` and ``cancel_relay`` and a
         ``takeover_every`` period: recovery then takes over only runs whose claim is free
         (``LeaseRecovery``), at start and every period; without it, recovery takes every
         unfinished task once at start (one server). A cancel of a run on another replica waits
-        up to ``cancel_wait`` seconds for it to end."""
+        up to ``cancel_wait`` seconds for it to end. With ``retention`` (seconds), the sweeper
+        deletes tasks that ended longer ago (``retention.py``). ``push`` delivers push
+        notifications: it hears of every stored write, retries from the sweeper and deletes
+        with the tasks (without it, a push config is ``-32003``)."""
         self._agents = checked_agents(agents)
         self._storage = storage
         self._store = storage.tasks
@@ -94,8 +114,10 @@ class TaskManager:
             LeaseRecovery(self._store, self._served, self._publisher, self._claims)
             if takeover_every is not None
             else LocalRecovery(self._store, self._served, self._publisher))
+        #: deadlines, push retries and retention (``sweeper.py``); its clock is the runtime's
+        self.sweeper = sweeper or Sweeper()
         self._router = Router(self._served, self._agents[0].id, self._store, self._live,
-                              self._limits, max_waiting_tasks)
+                              self._limits, max_waiting_tasks, clock=self.sweeper.clock)
         decisions = (
             ReviewDecisions(reviews, self._store, self._served, self._live) if reviews else None
         )
@@ -105,6 +127,21 @@ class TaskManager:
         )
         self._resumer = Resumer(self._claims, self._publisher, self._worker, decisions,
                                 self._recovery)
+        self.sweeper.add(DeadlineJob(self._store, self._expire))
+        if reviews is not None and draft_deadline is not None:
+            self.sweeper.add(DraftDeadlineJob(reviews, draft_deadline, self._cancel_draft))
+        #: what goes with deleted tasks; ``erasure.also_delete(hook)`` adds what another part
+        #: keeps per task (push notification configs and deliveries)
+        self.erasure = Erasure(storage.checkpointer, reviews, self._publisher)
+        self._contexts = ContextDeletion(self._store, self._claims, self.erasure,
+                                         [agent.id for agent in self._agents])
+        if retention is not None:
+            self.sweeper.add(Retention(self._store, self._claims, self.erasure, retention))
+        self.push = push
+        if push is not None:
+            self._publisher.on_saved(push.saved)
+            self.erasure.also_delete(push.delete_tasks)
+            self.sweeper.add(push)
         self._stack = AsyncExitStack()
 
     @property
@@ -122,6 +159,7 @@ class TaskManager:
                 db=self._storage.db, limits=self._limits, http=http,
                 send_local=lambda params, space: self.send(params, space=space),
                 cancel_local=lambda task_id, space: self.cancel(task_id, space=space),
+                clock=self.sweeper.clock,
             ))
             await self._stack.enter_async_context(self._worker)
             if self._reviews is not None:
@@ -131,6 +169,7 @@ class TaskManager:
             if self._takeover_every is not None:
                 await self._stack.enter_async_context(
                     self._resumer.sweeping(self._takeover_every))
+            await self._stack.enter_async_context(self.sweeper)
         except BaseException as exc:
             # handing ``exc`` to the stack makes the worker cancel the turns recovery started
             # (instead of awaiting them); the caller gets ``exc``
@@ -151,6 +190,11 @@ class TaskManager:
         self, task_id: str, history_length: int | None = None, *, space: str = ANONYMOUS
     ) -> Task:
         return response_copy(await self._owned(task_id, space), history_length)
+
+    async def owned(self, task_id: str, *, space: str = ANONYMOUS) -> StoredTask:
+        """The caller's task as the runtime holds it (the live record while a turn runs);
+        ``TaskNotFoundError`` for another space's task as for an unknown one."""
+        return await self._owned(task_id, space)
 
     async def _owned(self, task_id: str, space: str) -> StoredTask:
         record = await self._live.load(task_id, space)
@@ -205,7 +249,12 @@ class TaskManager:
         space: str,
     ) -> Turn | StoredTask:
         """The turn the message starts, or the task it already answered (a retry)."""
-        request = checked_request(params, self._served, language, space)
+        request = checked_request(params, self._served, language, space,
+                                  push=self.push is not None)
+        return await self._begin_request(request, subscribe=subscribe)
+
+    async def _begin_request(self, request: Request, *, subscribe: bool = False) -> Turn | StoredTask:
+        space, language = request.space, request.language
         located = await self._router.locate(request)
         if located.replayed is not None:
             return located.replayed
@@ -216,8 +265,14 @@ class TaskManager:
             raise busy_error(located.context_id, taken.task_id) from None
         try:
             plan = await self._router.plan(request, located.context_id)
+            if request.expiring is not None:
+                mark_expired(plan.record, request.expiring)
             await check_task_bytes(plan.record, self._limits, self._storage.checkpointer)
             remember_reviews(plan.record, request.added_reviews)
+            if request.push_config is not None and self.push is not None:
+                # before the turn runs: its first change is told
+                await self.push.set(plan.record, request.push_config,
+                                    "params.configuration.pushNotificationConfig")
             turn = Turn.of(plan, self._publisher.open(plan.record.id, plan.record.event_seq),
                            claim, blocking=request.blocking)
         except BaseException:
@@ -233,12 +288,14 @@ class TaskManager:
 
     async def cancel(self, task_id: str, *, space: str = ANONYMOUS) -> Task:
         record = await self._owned(task_id, space)
+        in_flight = self._child_calls(record)
         stopped = await self._worker.cancel(task_id)
         if stopped is not None:
             if stopped.record.state != "canceled":
                 raise TaskNotCancelableError(
                     data={"taskId": task_id, "state": stopped.record.state}
                 )
+            await self.cancel_children(stopped.record, in_flight)
             return response_copy(stopped.record)
         if record.state in TERMINAL_STATES:
             raise TaskNotCancelableError(data={"taskId": task_id, "state": record.state})
@@ -250,9 +307,86 @@ class TaskManager:
             return await cancel_elsewhere(self._relay, self._store, record, self._cancel_wait)
         served = self._served.get(record.agent_id) or next(iter(self._served.values()))
         await self._worker.report(Plan(record, served, runs=False), claim, "canceled")
+        await self.cancel_children(record)
         return response_copy(record)
 
+    async def cancel_children(
+        self, record: StoredTask, in_flight: Sequence[ChildCall] = ()
+    ) -> None:
+        """Cancel the child tasks of ``record``, an orchestrator's task just canceled (by a
+        client, or by a deadline whose policy cancels): the children it waits on, as its
+        checkpoint remembers them, and ``in_flight``, the calls its turn had in flight
+        (``_child_calls``, read before that turn was cancelled). Best effort, bounded by each
+        remote child's timeouts; never raises for a child (``child_cancel.py``)."""
+        served = self._served.get(record.agent_id)
+        if served is not None:
+            await cancel_children(record, served, self._live, self._store, in_flight)
+
+    def _child_calls(self, record: StoredTask) -> list[ChildCall]:
+        served = self._served.get(record.agent_id)
+        children = served.children if served is not None else None
+        return children.calls_of(record.id) if children is not None else []
+
+    # ------------------------------------------------------------------ deadlines
+
+    async def _expire(self, record: StoredTask) -> bool:
+        """Apply the deadline of what ``record`` waits for (the sweeper found it passed):
+        answer with the default, reject the tool calls, or cancel, as if a person had. A
+        context busy meanwhile, or a question answered meanwhile, raises an ``A2AError`` and
+        changes nothing (another replica's sweeper may have acted first). False: nothing was
+        done here (no deadline, or another replica's copy of the same answer was taken)."""
+        deadline = record.deadline
+        if deadline is None:
+            return False
+        message = expiry_message(record, deadline)
+        if message is None:  # Cancel
+            return await self._cancel_expired(record, deadline)
+        request = Request(message=message, agent_hint=None, added_reviews={}, blocking=False,
+                          history_length=None, language=None, space=record.space,
+                          expiring=deadline.interrupt_id)
+        return isinstance(await self._begin_request(request), Turn)
+
+    async def _cancel_expired(self, record: StoredTask, deadline: Expiry) -> bool:
+        served = self._served.get(record.agent_id) or next(iter(self._served.values()))
+        try:
+            claim = await self._claims.acquire(record.context_key)
+        except ClaimTaken:  # a turn or another replica's sweep holds it: the next sweep sees
+            return False
+        try:
+            current = await self._store.get(record.id)
+            if (current is None or current.state != "input-required"
+                    or current.pending_interrupt != deadline.interrupt_id):
+                await self._claims.release(claim)
+                return False  # answered or ended meanwhile
+            current.note_expired(deadline.interrupt_id)
+        except BaseException:
+            await self._claims.release(claim)
+            raise
+        note = cancel_note(current, deadline)
+        await self._worker.report(Plan(current, served, runs=False), claim, "canceled", note)
+        await self.cancel_children(current)  # an orchestrator's children end with it
+        return True
+
+    async def _cancel_draft(self, task_id: str, context_id: str) -> None:
+        """A draft's deadline cancels its task (the sweeper does not know its owner)."""
+        record = await self._store.get(task_id)
+        if record is not None and record.state not in TERMINAL_STATES:
+            await self.cancel(task_id, space=record.space)
+
+    # ------------------------------------------------------------------ deletion
+
+    async def delete_context(self, context_id: str, *, space: str = ANONYMOUS) -> DeletedContext:
+        """Delete ``space``'s context ``context_id`` with every task of it, its checkpoints
+        and its children's conversations (``context_deletion.py``): ``TaskNotFoundError`` for
+        an unknown context, the busy ``-32004`` while a turn runs in it."""
+        return await self._contexts.delete(context_id, space)
+
     async def _cancel_here(self, task_id: str) -> None:
-        """Another replica asks: cancel the turn if it runs in this process."""
-        await self._worker.cancel(task_id)
+        """Another replica asks: cancel the turn if it runs in this process (and its children:
+        its calls in flight are known here only)."""
+        running = self._live.get(task_id)
+        in_flight = self._child_calls(running.record) if running is not None else []
+        stopped = await self._worker.cancel(task_id)
+        if stopped is not None and stopped.record.state == "canceled":
+            await self.cancel_children(stopped.record, in_flight)
 

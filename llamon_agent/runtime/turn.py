@@ -82,7 +82,8 @@ class Turn:
             task_id=self.record.id,
             agent_id=self.served.agent.id,
             reviews=self.served.context.reviews,
-            children=children.bound(space_of(principal, internal=True)) if children else None,
+            children=(children.bound(space_of(principal, internal=True), self.record.id)
+                      if children else None),
             db=self.served.context.db,
             limits=self.served.context.limits,
             principal=principal,

@@ -25,7 +25,7 @@ from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from types import TracebackType
 
-from ..a2a.types import TERMINAL_STATES
+from ..a2a.types import TERMINAL_STATES, Message
 from ..human_review.node import TaskRejected
 from ..stores.base import StoredTask
 from .claims import Claim, ContextClaims
@@ -126,14 +126,16 @@ class TurnWorker:
         if claim is not None:
             await self._claims.release(claim)
 
-    async def report(self, plan: Plan, claim: Claim, state: str) -> None:
+    async def report(
+        self, plan: Plan, claim: Claim, state: str, message: Message | None = None
+    ) -> None:
         """End a task that no turn runs (one waiting for an answer) in ``state``, under the
         context's ``claim``; stored before it is published."""
         claim.task_id = plan.record.id
         turn = Turn.of(plan, self._publisher.open(plan.record.id, plan.record.event_seq), claim)
         turn.on_stored = lambda: self._release(turn)
         try:
-            await self._publisher.set_status(turn, state, final=True)
+            await self._publisher.set_status(turn, state, message, final=True)
         finally:
             await self.finish(turn)
 

@@ -11,16 +11,21 @@ from typing import Any
 
 from ..a2a.types import (
     DataPart,
+    DeleteTaskPushNotificationConfigParams,
     FilePart,
+    GetTaskPushNotificationConfigParams,
+    ListTaskPushNotificationConfigParams,
     Message,
     MessageSendParams,
+    PushNotificationConfig,
     TaskIdParams,
+    TaskPushNotificationConfig,
     TaskQueryParams,
 )
 from ..core.bounds import Limits, check_id, check_text, check_value
 from ..errors import LimitExceededError
 
-__all__ = ["check_message", "check_params"]
+__all__ = ["check_message", "check_params", "check_push_config"]
 
 
 def check_params(params: Any, limits: Limits) -> None:
@@ -37,9 +42,51 @@ def check_params(params: Any, limits: Limits) -> None:
                 )
             for i, mode in enumerate(config.accepted_output_modes):
                 check_id(mode, limits, f"params.configuration.acceptedOutputModes[{i}]")
-    elif isinstance(params, (TaskQueryParams, TaskIdParams)):
+        if config is not None and config.push_notification_config is not None:
+            check_push_config(config.push_notification_config, limits,
+                              "params.configuration.pushNotificationConfig")
+    elif isinstance(params, TaskPushNotificationConfig):
+        check_id(params.task_id, limits, "params.taskId")
+        check_push_config(params.push_notification_config, limits,
+                          "params.pushNotificationConfig")
+    elif isinstance(params, (TaskQueryParams, TaskIdParams, GetTaskPushNotificationConfigParams,
+                             ListTaskPushNotificationConfigParams,
+                             DeleteTaskPushNotificationConfigParams)):
         check_id(params.id, limits, "params.id")
         _metadata(params.metadata, limits, "params.metadata")
+        config_id = getattr(params, "push_notification_config_id", None)
+        check_id(config_id, limits, "params.pushNotificationConfigId")
+
+
+def check_push_config(config: PushNotificationConfig, limits: Limits, field: str) -> None:
+    """A webhook config: its url, id, token and authentication, each by its own bound (what
+    the webhook may be is the push service's check, ``push/guard.py``)."""
+    _chars(config.url, limits.max_url_chars, "max_url_chars", f"{field}.url")
+    check_id(config.id, limits, f"{field}.id")
+    if config.token is not None:
+        _chars(config.token, limits.max_token_chars, "max_token_chars", f"{field}.token")
+    authentication = config.authentication
+    if authentication is None:
+        return
+    where = f"{field}.authentication"
+    if len(authentication.schemes) > limits.max_parts:
+        raise LimitExceededError(
+            f"{where}.schemes has more than {limits.max_parts} entries",
+            limit="max_parts", field=f"{where}.schemes", maximum=limits.max_parts,
+        )
+    for i, scheme in enumerate(authentication.schemes):
+        check_id(scheme, limits, f"{where}.schemes[{i}]")
+    if authentication.credentials is not None:
+        _chars(authentication.credentials, limits.max_token_chars, "max_token_chars",
+               f"{where}.credentials")
+
+
+def _chars(text: str, maximum: int, limit: str, field: str) -> None:
+    if len(text) > maximum:
+        raise LimitExceededError(
+            f"{field} has {len(text)} characters, over the limit of {maximum}",
+            limit=limit, field=field, maximum=maximum,
+        )
 
 
 def check_message(message: Message, limits: Limits, field: str) -> None:

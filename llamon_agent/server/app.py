@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import math
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AbstractContextManager, asynccontextmanager
+from datetime import timedelta
 from typing import Any
 
 import anyio
@@ -25,13 +27,17 @@ from ..auth import JWTSettings, Verifier
 from ..backends.coordination import Coordination, open_coordination
 from ..backends.events_url import parse_events_url
 from ..core.bounds import Limits
+from ..core.clock import Clock, system_clock
+from ..core.deadlines import Deadline, check_action
 from ..core.ports import HumanReviewPort
 from ..core.principal import space_of
 from ..errors import A2AError, InternalError, PayloadTooLargeError, QuotaExceededError
 from ..human_review.port import InMemoryReviewPort
+from ..push import PushNotifications, PushPolicy
 from ..runtime.events import Event
+from ..runtime.sweeper import Sweeper
 from ..runtime.tasks import TaskManager
-from ..settings import DEFAULT_DB, Settings
+from ..settings import DEFAULT_DB, MAX_DURATION, Settings
 from ..stores.base import TaskStore
 from ..stores.storage import Storage, open_storage
 from ..stores.url import parse_database_url
@@ -40,6 +46,7 @@ from . import jsonrpc
 from .access import Access
 from .body import read_body
 from .card import CardSource, load_card
+from .context_rest import context_routes
 from .extended_card import METHOD as EXTENDED_CARD
 from .guard import ErrorGuard
 from .health import health_routes, serving
@@ -47,6 +54,7 @@ from .human_review_rest import review_routes
 from .landing import landing_page
 from .metrics import Metrics, metrics_route
 from .principal import principal_of
+from .push_methods import local_origin
 from .quotas import Quotas
 from .rate_limit import RateLimit, TokenBuckets
 from .request_events import RequestEvents, note_error, note_method, subscribed
@@ -94,6 +102,12 @@ def create_app(
     metrics_token: str | None = None,
     events: str | None = None,
     lease: float | None = None,
+    clock: Clock | None = None,
+    sweep_every: float | None = None,
+    draft_deadline: Deadline | None = None,
+    retention: float | timedelta | None = None,
+    push_allow_private: bool | None = None,
+    push_policy: PushPolicy | None = None,
 ) -> Starlette:
     """Serve ``agents`` (the first is the default) on one JSON-RPC endpoint at ``/``.
 
@@ -117,7 +131,10 @@ def create_app(
     ``GET /reviews/{id}`` and ``POST /reviews/{id}/decision`` with ``Authorization: Bearer
     <reviewer_token>`` (default ``$LLAMON_REVIEWER_TOKEN``; with none the endpoints are off).
     A blocking ``message/send`` whose task waits for a reviewer returns after ``review_wait``
-    seconds with the task ``working``.
+    seconds with the task ``working``. ``draft_deadline`` (``Deadline(seconds,
+    Reject(message))`` or ``Deadline(seconds, Cancel(message))``) is the review port's wait: a
+    draft nobody decided that long after it was submitted is rejected (or its task canceled),
+    and ``GET /reviews`` shows its ``expiresAt``.
 
     ``quotas`` (``Quotas``, default from ``settings``: all off) bounds what one principal may
     use: requests per second (HTTP 429 with ``Retry-After``), open streams and tasks waiting for
@@ -146,6 +163,21 @@ def create_app(
     a server whose claims lapsed ``lease`` seconds (default ``$LLAMON_LEASE_SECONDS``, 30)
     after its last heartbeat.
 
+    Time (docs/operations.md, "Deadlines"): every ``sweep_every`` seconds (default
+    ``$LLAMON_SWEEP_SECONDS``, 5) each server applies the deadlines that passed, retries push
+    deliveries and deletes what retention let go, reading the time from ``clock`` (default the
+    system's; tests pass their own and call ``app.state.manager.sweeper.sweep_once()``).
+    ``retention`` (seconds or a ``timedelta``; default ``$LLAMON_RETENTION``; none: off)
+    deletes tasks that ended (completed, canceled, rejected, failed) longer ago, with their
+    checkpoints, reviews and events (docs/operations.md, "Retention"). A principal deletes one
+    of its contexts with ``DELETE /contexts/{contextId}``.
+
+    Push notifications (docs/operations.md, "Push notifications"): webhooks a client sets
+    are told of the changes it acts on, as ``push_policy`` says (``PushPolicy``: attempts,
+    timeout, backoff, concurrency; default from ``$LLAMON_PUSH_MAX_ATTEMPTS`` and
+    ``$LLAMON_PUSH_TIMEOUT_SECONDS``); webhooks on loopback, private and link-local addresses
+    only with ``push_allow_private`` (default the policy's, ``$LLAMON_PUSH_ALLOW_PRIVATE``).
+
     ``settings`` supplies what the arguments leave unset (default ``Settings.from_env()``,
     read once here).
     """
@@ -165,6 +197,16 @@ def create_app(
     if not (math.isfinite(lease) and lease > 0):
         raise ValueError(f"lease must be a number of seconds above 0, got {lease!r}")
     quotas = quotas or Quotas.from_settings(settings)
+    sweep_every = sweep_every if sweep_every is not None else settings.sweep_seconds
+    if not (math.isfinite(sweep_every) and sweep_every > 0):
+        raise ValueError(f"sweep_every must be a number of seconds above 0, got {sweep_every!r}")
+    clock = clock or system_clock
+    retention = _retention(retention if retention is not None else settings.retention)
+    if draft_deadline is not None:
+        check_action(draft_deadline.then, "review")
+    push_policy = push_policy or PushPolicy.from_settings(settings)
+    if push_allow_private is not None:
+        push_policy = dataclasses.replace(push_policy, allow_private=push_allow_private)
     streams = StreamQuota(quotas.max_streams)
     access = Access.configure(
         settings, agents, api_keys=api_keys, jwt=jwt, auth=auth, extended_card=extended_card,
@@ -190,8 +232,9 @@ def create_app(
         await access.start(app)
         if task_store is not None and checkpointer is not None:
             given = Storage(task_store, checkpointer, reviews or InMemoryReviewPort())
-            async with _manager(given, Coordination()) as manager:
+            async with _push(given) as push, _manager(given, Coordination(), push) as manager:
                 app.state.manager, app.state.reviews = manager, given.reviews
+                app.state.push = push
                 with started(app, given.tasks, "a store given in code (task_store=...)"):
                     yield
             return
@@ -200,14 +243,20 @@ def create_app(
             open_coordination(storage, events_url, lease=lease,
                               reviews=reviews or storage.reviews,
                               observer=task_events) as coordination,
-            _manager(storage, coordination) as manager,
+            _push(storage) as push,
+            _manager(storage, coordination, push) as manager,
         ):
-            app.state.manager = manager
+            app.state.manager, app.state.push = manager, push
             app.state.reviews = reviews or storage.reviews
             with started(app, storage.tasks, shown_database):
                 yield
 
-    def _manager(storage: Storage, coordination: Coordination) -> TaskManager:
+    def _push(storage: Storage) -> PushNotifications:
+        return PushNotifications(storage.push, storage.tasks, policy=push_policy, limits=limits,
+                                 clock=clock, public_url=public_url)
+
+    def _manager(storage: Storage, coordination: Coordination,
+                 push: PushNotifications) -> TaskManager:
         return TaskManager(
             agents, storage, shutdown_grace=shutdown_grace,
             reviews=reviews or storage.reviews, review_wait=review_wait, limits=limits,
@@ -215,6 +264,8 @@ def create_app(
             claims=coordination.claims, publisher=coordination.publisher,
             cancel_relay=coordination.cancel_relay,
             takeover_every=coordination.takeover_every,
+            sweeper=Sweeper(every=sweep_every, clock=clock), draft_deadline=draft_deadline,
+            retention=retention, push=push,
         )
 
     async def agent_card(request: Request) -> Response:
@@ -254,7 +305,8 @@ def create_app(
                 return _sse(_one(jsonrpc.error_body(exc, call.id)), shutdown_grace)
         space = space_of(principal_of(request.scope).name)
         try:
-            result = await jsonrpc.dispatch(manager, call, language=language, space=space)
+            result = await jsonrpc.dispatch(manager, call, language=language, space=space,
+                                            own=local_origin(request.scope))
         except A2AError as exc:
             note_error(request.scope, exc.code)
             return _json(jsonrpc.error_body(exc, call.id))
@@ -276,7 +328,8 @@ def create_app(
         Route("/.well-known/agent-card.json", agent_card, methods=["GET"]),
         Route("/.well-known/agent.json", agent_card, methods=["GET"]),
         *hitl_routes(chat_agent or default_chat_agent(agents), limits),
-        *review_routes(access.reviewers, limits),
+        *context_routes(limits),
+        *review_routes(access.reviewers, limits, deadline=draft_deadline, clock=clock),
         *health_routes(),
         metrics_route(metrics, metrics_token),
     ]
@@ -293,6 +346,17 @@ def create_app(
     app.state.authentication = access.mode  # read by the CLI (server/exposure.py) and the logs
     app.state.logs_requests = True  # the CLI turns uvicorn's access log off (request_events.py)
     return app
+
+
+def _retention(value: float | timedelta | None) -> float | None:
+    """Seconds, from 1 to ``MAX_DURATION`` (100 years), or ``None`` (off)."""
+    if value is None:
+        return None
+    seconds = value.total_seconds() if isinstance(value, timedelta) else float(value)
+    if not (math.isfinite(seconds) and 1 <= seconds <= MAX_DURATION):
+        raise ValueError(f"retention must be from 1 second to {MAX_DURATION // 86400} days, "
+                         f"got {value!r}")
+    return seconds
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:
@@ -333,7 +397,7 @@ async def _stream(
     try:
         events = await jsonrpc.open_stream(
             manager, call, _last_event_id(request), language=language,
-            space=space_of(principal_of(request.scope).name),
+            space=space_of(principal_of(request.scope).name), own=local_origin(request.scope),
         )
     except A2AError as exc:
         note_error(request.scope, exc.code)

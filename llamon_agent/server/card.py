@@ -56,7 +56,7 @@ def build_card(
     card["capabilities"] = {
         **dict(card.get("capabilities") or {}),
         "streaming": True,
-        "pushNotifications": False,
+        "pushNotifications": True,  # docs/operations.md, "Push notifications"
         "stateTransitionHistory": False,
     }
     card["supportsAuthenticatedExtendedCard"] = extended

@@ -22,7 +22,16 @@ from starlette.routing import Route
 
 from ..auth import KeyTable, bearer_of
 from ..core.bounds import Limits, check_text, check_value
-from ..core.ports import Decision, HumanReviewPort, ReviewClosedError, ReviewNotFoundError
+from ..core.clock import Clock, iso, system_clock
+from ..core.deadlines import Deadline
+from ..core.ports import (
+    Decision,
+    HumanReviewPort,
+    Review,
+    ReviewClosedError,
+    ReviewNotFoundError,
+)
+from ..runtime.deadlines import draft_expires_at
 from .rest_edge import read_model
 
 __all__ = ["review_routes"]
@@ -52,11 +61,19 @@ def _json(body: Any, status: int = 200, headers: dict[str, str] | None = None) -
                     headers=headers)
 
 
-def review_routes(reviewers: KeyTable, limits: Limits | None = None) -> list[Route]:
+def review_routes(
+    reviewers: KeyTable, limits: Limits | None = None, *, deadline: Deadline | None = None,
+    clock: Clock = system_clock,
+) -> list[Route]:
     """The routes; the port is the one the app's lifespan opened (``app.state.reviews``);
-    ``reviewers`` maps each reviewer's name to their token."""
+    ``reviewers`` maps each reviewer's name to their token. With a draft ``deadline`` every
+    pending review shows ``expiresAt``, and a decision after it is refused (409): the
+    deadline's action is taken instead (docs/orchestrators.md, "Deadlines")."""
 
     limits = limits or Limits()
+
+    def shown(review: Review) -> dict[str, Any]:
+        return {**review.to_json(), "expiresAt": draft_expires_at(review, deadline)}
 
     def port_of(request: Request) -> HumanReviewPort:
         return request.app.state.reviews
@@ -76,7 +93,7 @@ def review_routes(reviewers: KeyTable, limits: Limits | None = None) -> list[Rou
     async def pending(request: Request) -> Response:
         if isinstance(denied := reviewer(request), Response):
             return denied
-        return _json({"reviews": [r.to_json() for r in await port_of(request).pending()]})
+        return _json({"reviews": [shown(r) for r in await port_of(request).pending()]})
 
     async def one(request: Request) -> Response:
         if isinstance(denied := reviewer(request), Response):
@@ -85,7 +102,7 @@ def review_routes(reviewers: KeyTable, limits: Limits | None = None) -> list[Rou
             review = await port_of(request).get(request.path_params["review_id"])
         except ReviewNotFoundError:
             return _json({"detail": "review not found"}, 404)
-        return _json(review.to_json())
+        return _json(shown(review))
 
     async def decide(request: Request) -> Response:
         if isinstance(name := reviewer(request), Response):
@@ -94,13 +111,19 @@ def review_routes(reviewers: KeyTable, limits: Limits | None = None) -> list[Rou
         if isinstance(body, Response):
             return body
         decision = Decision(type=body.type, edited=body.edited, message=body.message, by=name)
+        review_id = request.path_params["review_id"]
         try:
-            review = await port_of(request).decide(request.path_params["review_id"], decision)
+            expires_at = draft_expires_at(await port_of(request).get(review_id), deadline)
+            if expires_at is not None and expires_at <= iso(clock()):
+                return _json({"detail": "review expired: its deadline passed, so the "
+                                        "deadline's action is taken instead",
+                              "expiresAt": expires_at}, 409)
+            review = await port_of(request).decide(review_id, decision)
         except ReviewNotFoundError:
             return _json({"detail": "review not found"}, 404)
         except ReviewClosedError as exc:  # decided, or closed because its task ended
             return _json({"detail": exc.message}, 409)
-        return _json(review.to_json())
+        return _json(shown(review))
 
     return [
         Route("/reviews", pending, methods=["GET"]),

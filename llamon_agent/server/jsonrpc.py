@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,10 +19,11 @@ from ..errors import (
     InvalidParamsError,
     InvalidRequestError,
     MethodNotFoundError,
-    PushNotificationNotSupportedError,
 )
+from ..push.guard import Origin
 from ..runtime.events import Event
 from ..runtime.tasks import TaskManager
+from . import push_methods
 from .a2a_limits import check_params
 
 __all__ = ["STREAMING_METHODS", "Request", "dispatch", "error_body", "parse", "success_body"]
@@ -30,22 +31,15 @@ __all__ = ["STREAMING_METHODS", "Request", "dispatch", "error_body", "parse", "s
 RequestId = str | int | None
 
 STREAMING_METHODS = frozenset({"message/stream", "tasks/resubscribe"})
-_PUSH_METHODS = frozenset(
-    {
-        "tasks/pushNotificationConfig/set",
-        "tasks/pushNotificationConfig/get",
-        "tasks/pushNotificationConfig/list",
-        "tasks/pushNotificationConfig/delete",
-    }
-)
 _PARAMS: dict[str, type[BaseModel]] = {
     "message/send": MessageSendParams,
     "message/stream": MessageSendParams,
     "tasks/get": TaskQueryParams,
     "tasks/cancel": TaskIdParams,
     "tasks/resubscribe": TaskIdParams,
+    **push_methods.PUSH_METHODS,
 }
-_KNOWN = frozenset(_PARAMS) | _PUSH_METHODS | {"agent/getAuthenticatedExtendedCard"}
+_KNOWN = frozenset(_PARAMS) | {"agent/getAuthenticatedExtendedCard"}
 
 
 @dataclass(frozen=True)
@@ -133,8 +127,6 @@ def _known_method(
             raise EnvelopeError(InvalidParamsError("params must be an object"), answer_id)
     elif not isinstance(params, dict):
         raise EnvelopeError(InvalidParamsError("params must be an object"), answer_id)
-    elif method in _PUSH_METHODS:
-        typed = params
     else:
         try:
             typed = _PARAMS[method].model_validate(params)
@@ -185,21 +177,26 @@ _HANDLERS: dict[str, Handler] = {
 
 async def dispatch(
     manager: TaskManager, request: Request, *, language: str | None = None,
-    space: str = ANONYMOUS,
+    space: str = ANONYMOUS, own: Sequence[Origin] = (),
 ) -> Any:
     """Run a non-streaming method; A2A errors propagate to the caller's envelope.
-    ``language`` is the request's (``Accept-Language``), for the texts of tool reviews."""
-    if request.method in _PUSH_METHODS:
-        raise PushNotificationNotSupportedError()
+    ``language`` is the request's (``Accept-Language``), for the texts of tool reviews;
+    ``own`` the address the request arrived on (a webhook there is refused)."""
+    if request.method in push_methods.PUSH_METHODS:
+        return await push_methods.call(manager, request.method, request.params, space=space,
+                                       own=own)
     if request.method == "agent/getAuthenticatedExtendedCard":
         raise AuthenticatedExtendedCardNotConfiguredError()
+    if request.method == "message/send":
+        await push_methods.vet_message(manager, request.params, own)
     return await _HANDLERS[request.method](manager, request.params, language, space)
 
 
 async def open_stream(
     manager: TaskManager, request: Request, last_event_id: int | None,
-    *, language: str | None = None, space: str = ANONYMOUS,
+    *, language: str | None = None, space: str = ANONYMOUS, own: Sequence[Origin] = (),
 ) -> AsyncIterator[Event]:
     if request.method == "message/stream":
+        await push_methods.vet_message(manager, request.params, own)
         return await manager.stream(request.params, language=language, space=space)
     return await manager.resubscribe(request.params.id, last_event_id, space=space)

@@ -2,7 +2,8 @@
 
 ``RateLimit`` is pure ASGI middleware placed right after authentication, so
 ``principal_of(scope)`` is the caller. It guards what authentication guards (``POST /``, the
-JSON-RPC endpoint, and ``/hitl/*`` except the public ``/hitl/openapi.json``) and answers
+JSON-RPC endpoint, ``/hitl/*`` except the public ``/hitl/openapi.json``, and
+``DELETE /contexts/{id}``) and answers
 over the rate before the body is read, so nothing is parsed, stored or run: HTTP 429,
 ``{"detail": "rate limit"}``, ``Retry-After`` in whole seconds.
 
@@ -32,9 +33,12 @@ _BODY = b'{"detail":"rate limit"}'
 
 
 def rate_limited_path(method: str, path: str) -> bool:
-    """The paths authentication guards: the JSON-RPC endpoint and ``/hitl/*`` but its docs."""
+    """The paths authentication guards: the JSON-RPC endpoint, ``/hitl/*`` but its docs, and
+    ``/contexts/*``."""
     if path == "/":
         return method == "POST"
+    if path.startswith("/contexts/"):
+        return True
     return path.startswith("/hitl/") and path != "/hitl/openapi.json"
 
 

@@ -21,7 +21,7 @@ from ..core.bounds import Limits
 from ..errors import A2AError, JSONParseError, LimitExceededError, PayloadTooLargeError
 from .body import read_body
 
-__all__ = ["BoundedBody", "error_response", "json_response", "read_model"]
+__all__ = ["BoundedBody", "error_response", "json_response", "path_id", "read_model"]
 
 
 class BoundedBody(Protocol):
@@ -40,8 +40,8 @@ def json_response(body: Any, status: int = 200, headers: dict[str, str] | None =
     )
 
 
-def _issue(exc: LimitExceededError) -> dict[str, Any]:
-    loc: list[str | int] = ["body"]
+def _issue(exc: LimitExceededError, where: str = "body") -> dict[str, Any]:
+    loc: list[str | int] = [where]
     if exc.field:
         loc.extend(exc.field.split("."))
     issue: dict[str, Any] = {"type": "limit_exceeded", "loc": loc, "msg": exc.message,
@@ -60,6 +60,20 @@ def error_response(exc: A2AError) -> Response:
     if isinstance(exc, PayloadTooLargeError):
         return json_response({"detail": exc.message}, exc.http_status, {"Connection": "close"})
     return json_response({"detail": exc.message}, exc.http_status)
+
+
+def path_id(request: Request, name: str, field: str, limits: Limits) -> str | Response:
+    """The path parameter ``name``, an id a client chose (``field`` in messages), checked like
+    every id: over ``max_id_chars`` is 422 with the issue at ``["path", field]``, a control
+    character 400."""
+    value: str = request.path_params[name]
+    try:
+        bounds.check_id(value, limits, field)
+    except LimitExceededError as exc:
+        return json_response({"detail": [_issue(exc, "path")]}, exc.http_status)
+    except A2AError as exc:
+        return error_response(exc)
+    return value
 
 
 def validation_response(exc: ValidationError) -> Response:

@@ -178,6 +178,11 @@ class ChatTurnOut(BaseModel):
     interrupt_id: str | None = Field(
         description="the id of what waits (send it back in `/hitl/review`); null when nothing does"
     )
+    expires_at: str | None = Field(
+        default=None,
+        description="when what waits is rejected (or its task canceled) unless decided first; "
+        "null when it has no deadline",
+    )
     messages: list[ChatMessageOut]
 
 

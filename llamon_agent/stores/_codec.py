@@ -22,9 +22,10 @@ import orjson
 from pydantic import ValidationError
 
 from ..a2a.types import Task
+from ..core.deadlines import expiry_from_json, expiry_to_json
 from ..core.principal import ANONYMOUS
 from ..errors import UnreadableTaskError
-from .base import Pending, StoredTask
+from .base import Expiry, Pending, StoredTask
 
 
 def encode_task(record: StoredTask) -> bytes:
@@ -48,6 +49,12 @@ def encode_extra(record: StoredTask) -> bytes:
         facts["space"] = record.space
     if record.resuming is not None:
         facts["resuming"] = record.resuming
+    if record.deadline is not None:
+        deadline = record.deadline
+        facts["deadline"] = {"interrupt": deadline.interrupt_id, "at": deadline.at,
+                             "then": expiry_to_json(deadline.then)}
+    if record.expired:
+        facts["expired"] = list(record.expired)
     return orjson.dumps(facts)
 
 
@@ -81,7 +88,21 @@ def _facts(extra: Any) -> dict[str, Any]:
     if resuming is not None and not isinstance(resuming, dict):
         raise ValueError("extra.resuming is not an object")
     facts["resuming"] = resuming
+    facts["deadline"] = _deadline(extra.get("deadline"))
+    expired = extra.get("expired", [])
+    if not isinstance(expired, list) or not all(isinstance(i, str) for i in expired):
+        raise ValueError("extra.expired is not a list of interrupt ids")
+    facts["expired"] = tuple(expired)
     return facts
+
+
+def _deadline(value: Any) -> Expiry | None:
+    if value is None:
+        return None
+    if not (isinstance(value, dict) and isinstance(value.get("interrupt"), str)
+            and isinstance(value.get("at"), str)):
+        raise ValueError("extra.deadline is not {interrupt, at, then}")
+    return Expiry(value["interrupt"], value["at"], expiry_from_json(value.get("then")))
 
 
 def decode(

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..a2a.types import Task
+from ..core.deadlines import OnExpiry
 from ..core.principal import ANONYMOUS, context_key, split_key
 
-__all__ = ["Pending", "StoredTask", "TaskStore", "UnreadableRow"]
+__all__ = ["DeletedTask", "Expiry", "Pending", "Prunable", "StoredTask", "TaskStore",
+           "UnreadableRow"]
+
+#: how many expired questions a task remembers, so a late answer to one is told it expired
+MAX_EXPIRED = 16
 
 
 @dataclass(frozen=True)
@@ -17,6 +23,17 @@ class Pending:
 
     id: str
     value: Any
+
+
+@dataclass(frozen=True)
+class Expiry:
+    """The deadline of what a task waits for now: the interrupt it asks, the moment it
+    expires (wire form, ``core/clock.py`` ``iso``; stored in the ``expires_at`` column, which
+    the sweeper selects by) and what happens then."""
+
+    interrupt_id: str
+    at: str
+    then: OnExpiry
 
 
 @dataclass
@@ -49,6 +66,12 @@ class StoredTask:
     #: runs, so that a takeover after a crash runs the turn again with the same decision
     #: instead of asking again (docs/operations.md, "Takeover"); ``None`` between turns
     resuming: dict[str, Any] | None = None
+    #: the deadline of the question or tool review the task waits for (``input-required``
+    #: only; docs/hitl.md, "Deadlines")
+    deadline: Expiry | None = None
+    #: the interrupts whose deadline passed (the last ``MAX_EXPIRED``): a late answer to one
+    #: is refused as "question expired"
+    expired: tuple[str, ...] = ()
     #: bytes of the stored row this record was read from (0 for a new task); never stored:
     #: it lets the task-size bound skip encoding the whole task again for a small message
     stored_bytes: int = field(default=0, compare=False)
@@ -64,6 +87,17 @@ class StoredTask:
     @property
     def state(self) -> str:
         return self.task.status.state
+
+    @property
+    def expires_at(self) -> str | None:
+        """What the ``expires_at`` column holds: the deadline of a task waiting for input."""
+        if self.deadline is None or self.state != "input-required":
+            return None
+        return self.deadline.at
+
+    def note_expired(self, interrupt_id: str) -> None:
+        kept = tuple(i for i in self.expired if i != interrupt_id)
+        self.expired = (*kept, interrupt_id)[-MAX_EXPIRED:]
 
     @property
     def context_key(self) -> str:
@@ -116,6 +150,12 @@ class TaskStore(Protocol):
         """Raises when the store cannot be reached (``/readyz``)."""
         ...
 
+    async def expiring(self, before: str, limit: int) -> list[StoredTask | UnreadableRow]:
+        """At most ``limit`` tasks waiting for input whose deadline (``expires_at``, the wire
+        form of ``core/clock.py``, which sorts as text) is at or before ``before``, the
+        earliest first."""
+        ...
+
     async def count_by_state(self) -> dict[str, int]:
         """How many tasks are in each state (metrics)."""
         ...
@@ -128,3 +168,65 @@ class TaskStore(Protocol):
         """The Unix time of the oldest last update among the tasks in ``state`` (rows stored
         before updates were timed have no known age and are left out)."""
         ...
+
+    # Retention (docs/operations.md, "Retention"). "Ended before ``cutoff``": a terminal state
+    # (``TERMINAL_STATES``) and a last update (Unix time) above 0 and below ``cutoff``; a row
+    # stored before updates were timed (``updated = 0``) is dated first (``date_undated``).
+
+    async def date_undated(self, now: float, limit: int) -> int:
+        """Give at most ``limit`` ended tasks of unknown age (``updated = 0``) the time
+        ``now``: retention counts their age from the first time it saw them. Returns how
+        many it dated."""
+        ...
+
+    async def ended_before(self, cutoff: float, limit: int) -> list[DeletedTask]:
+        """At most ``limit`` tasks ended before ``cutoff`` (any order): what to delete next."""
+        ...
+
+    async def count_ended(self, cutoff: float) -> Prunable:
+        """What deleting every task ended before ``cutoff`` would delete (``--dry-run``)."""
+        ...
+
+    async def context_outlives(self, context_key: str, cutoff: float) -> bool:
+        """Does the context hold a task that is not ended before ``cutoff`` (unfinished,
+        waiting, recent, of unknown age)? Then its checkpoints stay."""
+        ...
+
+    async def contexts_with_tasks(self, context_keys: Collection[str]) -> set[str]:
+        """Which of ``context_keys`` hold at least one task."""
+        ...
+
+    async def delete_in_context(
+        self, context_key: str, limit: int, *, ended_before: float | None = None
+    ) -> list[DeletedTask]:
+        """Delete at most ``limit`` of the context's tasks, in one statement: with
+        ``ended_before``, only tasks ended before it (the state and the time are the
+        statement's condition, so a task saved again meanwhile is kept); without, every task
+        whatever its state (the caller holds the context's claim). Returns what it deleted."""
+        ...
+
+    async def reclaim_space(self) -> None:
+        """Give part of the space deleted rows left back to the file system, in one short
+        step (SQLite with incremental auto-vacuum); a store that cannot does nothing."""
+        ...
+
+
+@dataclass(frozen=True)
+class DeletedTask:
+    """A task row retention or a context deletion selects or removes: what the parts stored
+    beside it (checkpoints, reviews, events, push data) are found by."""
+
+    id: str
+    context_key: str
+
+
+@dataclass(frozen=True)
+class Prunable:
+    """What a retention cutoff would delete: ``tasks`` ended before it, in ``contexts``
+    contexts, ``emptied`` of which hold no other task (their checkpoints go too);
+    ``undated``: ended tasks of unknown age, which a real run dates now instead."""
+
+    tasks: int
+    contexts: int
+    emptied: int
+    undated: int

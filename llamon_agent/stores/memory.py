@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Collection
 
-from ..a2a.types import RUNNING_STATES
+from ..a2a.types import RUNNING_STATES, TERMINAL_STATES
 from ..errors import UnreadableTaskError
 from . import _codec
-from .base import StoredTask, UnreadableRow
+from .base import DeletedTask, Prunable, StoredTask, UnreadableRow
 
 __all__ = ["InMemoryTaskStore"]
 
-_Row = tuple[bytes, str, int, str | None, int, bytes, str, str, str, float]
+_Row = tuple[bytes, str, int, str | None, int, bytes, str, str, str, float, str | None]
 
 
 class InMemoryTaskStore:
@@ -39,6 +40,7 @@ class InMemoryTaskStore:
             record.context_key,
             record.space,
             time.time(),
+            record.expires_at,
         )
 
     async def latest_in_context(self, context_key: str) -> StoredTask | None:
@@ -59,6 +61,20 @@ class InMemoryTaskStore:
     async def ping(self) -> None:
         return None
 
+    async def expiring(self, before: str, limit: int) -> list[StoredTask | UnreadableRow]:
+        due = sorted(
+            (row[10], task_id) for task_id, row in self._rows.items()
+            if row[10] is not None and row[10] <= before and row[6] == "input-required"
+        )[:limit]
+        found: list[StoredTask | UnreadableRow] = []
+        for _, task_id in due:
+            row = self._rows[task_id]
+            try:
+                found.append(_codec.decode(*row[:6], task_id=task_id))
+            except UnreadableTaskError as exc:
+                found.append(UnreadableRow(task_id, row[7], row[1], row[2], exc.detail))
+        return found
+
     async def count_by_state(self) -> dict[str, int]:
         counts: dict[str, int] = {}
         for row in self._rows.values():
@@ -70,3 +86,56 @@ class InMemoryTaskStore:
 
     async def oldest_in_state(self, state: str) -> float | None:
         return min((row[9] for row in self._rows.values() if row[6] == state), default=None)
+
+    # ------------------------------------------------------------------ retention
+
+    def _ended_before(self, row: _Row, cutoff: float) -> bool:
+        return row[6] in TERMINAL_STATES and 0 < row[9] < cutoff
+
+    async def date_undated(self, now: float, limit: int) -> int:
+        undated = [i for i, row in self._rows.items()
+                   if row[6] in TERMINAL_STATES and row[9] <= 0][:limit]
+        for task_id in undated:
+            row = self._rows[task_id]
+            self._rows[task_id] = (*row[:9], now, *row[10:])
+        return len(undated)
+
+    async def ended_before(self, cutoff: float, limit: int) -> list[DeletedTask]:
+        found = [DeletedTask(i, row[7]) for i, row in self._rows.items()
+                 if self._ended_before(row, cutoff)]
+        return found[:limit]
+
+    async def count_ended(self, cutoff: float) -> Prunable:
+        ended = [row for row in self._rows.values() if self._ended_before(row, cutoff)]
+        contexts = {row[7] for row in ended}
+        kept = {row[7] for row in self._rows.values() if not self._ended_before(row, cutoff)}
+        undated = sum(1 for row in self._rows.values()
+                      if row[6] in TERMINAL_STATES and row[9] <= 0)
+        return Prunable(len(ended), len(contexts), len(contexts - kept), undated)
+
+    async def context_outlives(self, context_key: str, cutoff: float) -> bool:
+        return any(row[7] == context_key and not self._ended_before(row, cutoff)
+                   for row in self._rows.values())
+
+    async def contexts_with_tasks(self, context_keys: Collection[str]) -> set[str]:
+        wanted = set(context_keys)
+        return {row[7] for row in self._rows.values() if row[7] in wanted}
+
+    async def delete_in_context(
+        self, context_key: str, limit: int, *, ended_before: float | None = None
+    ) -> list[DeletedTask]:
+        doomed = [i for i, row in self._rows.items() if row[7] == context_key and (
+            ended_before is None or self._ended_before(row, ended_before))][:limit]
+        for task_id in doomed:
+            del self._rows[task_id]
+        if doomed and self._latest.get(context_key) in doomed:
+            # rows keep their creation order (an update replaces a value in place)
+            left = [i for i, row in self._rows.items() if row[7] == context_key]
+            if left:
+                self._latest[context_key] = left[-1]
+            else:
+                del self._latest[context_key]
+        return [DeletedTask(i, context_key) for i in doomed]
+
+    async def reclaim_space(self) -> None:
+        return None

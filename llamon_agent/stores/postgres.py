@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Collection, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
@@ -24,13 +24,14 @@ from psycopg import AsyncConnection
 from psycopg.rows import dict_row, tuple_row
 from psycopg_pool import AsyncConnectionPool
 
-from ..a2a.types import RUNNING_STATES
+from ..a2a.types import RUNNING_STATES, TERMINAL_STATES
 from ..errors import UnreadableTaskError
 from ..human_review.postgres import DECISION_ORDER as REVIEW_DECISION_ORDER
 from ..human_review.postgres import SCHEMA as REVIEWS_SCHEMA
 from ..human_review.postgres import PostgresReviewPort
 from . import _codec
-from .base import StoredTask, UnreadableRow
+from .base import DeletedTask, Prunable, StoredTask, UnreadableRow
+from .push_postgres import SCHEMA as PUSH_SCHEMA
 
 __all__ = ["MIGRATIONS", "PostgresTaskStore", "migrate", "open_postgres"]
 
@@ -61,6 +62,15 @@ MIGRATIONS: tuple[str, ...] = (
     """,
     REVIEWS_SCHEMA,
     REVIEW_DECISION_ORDER,  # decisions numbered in commit order: told across servers
+    # deadlines (docs/hitl.md, "Deadlines"): the sweep reads only the tasks that have one
+    """
+    ALTER TABLE llamon_tasks ADD COLUMN IF NOT EXISTS expires_at TEXT;
+    CREATE INDEX IF NOT EXISTS llamon_tasks_expiry ON llamon_tasks (expires_at)
+        WHERE expires_at IS NOT NULL;
+    """,
+    # retention deletes the reviews of deleted tasks (docs/operations.md, "Retention")
+    "CREATE INDEX IF NOT EXISTS llamon_reviews_task ON llamon_reviews (task_id);",
+    PUSH_SCHEMA,  # push notification configs and deliveries (docs/operations.md)
 )
 _MIGRATIONS_TABLE = "CREATE TABLE IF NOT EXISTS llamon_migrations (v INTEGER PRIMARY KEY)"
 _LOCK_POLL = 0.05  # seconds between attempts at the schema lock
@@ -68,14 +78,39 @@ _LOCK_WAIT = 120.0  # a server that cannot take it this long gives up with a cle
 
 _COLUMNS = "task, agent_id, event_seq, pending_interrupt, reask_count, extra, id, context_id"
 _RUNNING = sorted(RUNNING_STATES)
+_ENDED_STATES = sorted(TERMINAL_STATES)
+#: "ended before the cutoff" (its parameters: ``_ENDED_STATES``, then the cutoff); the index
+#: ``llamon_tasks_state (state, updated)`` serves it
+_ENDED = "state = ANY(%s) AND updated > 0 AND updated < %s"
+_DATE_UNDATED = (
+    "UPDATE llamon_tasks SET updated = %s WHERE id IN (SELECT id FROM llamon_tasks"
+    " WHERE state = ANY(%s) AND updated <= 0 LIMIT %s) AND updated <= 0"
+)
+_COUNT_EMPTIED = (
+    "SELECT COUNT(DISTINCT t.context_id) FROM llamon_tasks t"
+    " WHERE t.state = ANY(%s) AND t.updated > 0 AND t.updated < %s"
+    " AND NOT EXISTS (SELECT 1 FROM llamon_tasks o WHERE o.context_id = t.context_id"
+    " AND NOT (o.state = ANY(%s) AND o.updated > 0 AND o.updated < %s))"
+)
+_DELETE_IN_CONTEXT = (
+    "DELETE FROM llamon_tasks WHERE id IN"
+    " (SELECT id FROM llamon_tasks WHERE context_id = %s LIMIT %s) RETURNING id"
+)
+# the condition twice: the subquery picks; the outer condition is checked again on the row as
+# it is when the delete locks it (READ COMMITTED), so a task saved meanwhile is kept
+_DELETE_ENDED_IN_CONTEXT = (
+    "DELETE FROM llamon_tasks WHERE id IN"
+    f" (SELECT id FROM llamon_tasks WHERE context_id = %s AND {_ENDED} LIMIT %s)"
+    f" AND {_ENDED} RETURNING id"
+)
 _UPSERT_TASK = (
     "INSERT INTO llamon_tasks (id, context_id, agent_id, state, event_seq,"
-    " pending_interrupt, reask_count, task, extra, space, updated)"
-    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+    " pending_interrupt, reask_count, task, extra, space, updated, expires_at)"
+    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
     " ON CONFLICT (id) DO UPDATE SET state = excluded.state,"
     " event_seq = excluded.event_seq, pending_interrupt = excluded.pending_interrupt,"
     " reask_count = excluded.reask_count, task = excluded.task, extra = excluded.extra,"
-    " updated = excluded.updated"
+    " updated = excluded.updated, expires_at = excluded.expires_at"
 )
 #: what every pooled connection is: autocommit (each statement commits on its own), and the
 #: settings ``AsyncPostgresSaver`` needs (dict rows, statements prepared at once)
@@ -107,17 +142,21 @@ class PostgresTaskStore:
             return await cur.fetchall()
 
     async def get(self, task_id: str) -> StoredTask | None:
+        if "\x00" in task_id:  # no text column holds NUL: unknown, as on SQLite (no DataError)
+            return None
         rows = await self._rows(f"SELECT {_COLUMNS} FROM llamon_tasks WHERE id = %s", (task_id,))
         return _decode(rows[0]) if rows else None
 
     async def save(self, record: StoredTask) -> None:
         row = (record.id, record.context_key, record.agent_id, record.state, record.event_seq,
                record.pending_interrupt, record.reask_count, _codec.encode_task(record),
-               _codec.encode_extra(record), record.space, time.time())
+               _codec.encode_extra(record), record.space, time.time(), record.expires_at)
         async with self._pool.connection() as conn:
             await conn.execute(_UPSERT_TASK, row)
 
     async def latest_in_context(self, context_key: str) -> StoredTask | None:
+        if "\x00" in context_key:  # as in ``get``
+            return None
         rows = await self._rows(
             f"SELECT {_COLUMNS} FROM llamon_tasks WHERE context_id = %s"
             " ORDER BY created DESC LIMIT 1",
@@ -135,6 +174,14 @@ class PostgresTaskStore:
     async def ping(self) -> None:
         await self._rows("SELECT 1 FROM llamon_tasks LIMIT 1")
 
+    async def expiring(self, before: str, limit: int) -> list[StoredTask | UnreadableRow]:
+        rows = await self._rows(
+            f"SELECT {_COLUMNS} FROM llamon_tasks WHERE expires_at IS NOT NULL"
+            " AND expires_at <= %s AND state = 'input-required' ORDER BY expires_at LIMIT %s",
+            (before, limit),
+        )
+        return [_decode_or_unreadable(row) for row in rows]
+
     async def count_by_state(self) -> dict[str, int]:
         rows = await self._rows("SELECT state, COUNT(*) FROM llamon_tasks GROUP BY state")
         return {str(state): int(count) for state, count in rows}
@@ -151,6 +198,61 @@ class PostgresTaskStore:
             "SELECT MIN(updated) FROM llamon_tasks WHERE state = %s AND updated > 0", (state,)
         )
         return None if rows[0][0] is None else float(rows[0][0])
+
+    # ------------------------------------------------------------------ retention
+
+    async def date_undated(self, now: float, limit: int) -> int:
+        async with self._pool.connection() as conn:
+            cur = await conn.execute(_DATE_UNDATED, (now, _ENDED_STATES, limit))
+            return max(cur.rowcount, 0)
+
+    async def ended_before(self, cutoff: float, limit: int) -> list[DeletedTask]:
+        rows = await self._rows(
+            f"SELECT id, context_id FROM llamon_tasks WHERE {_ENDED} LIMIT %s",
+            (_ENDED_STATES, cutoff, limit),
+        )
+        return [DeletedTask(row[0], row[1]) for row in rows]
+
+    async def count_ended(self, cutoff: float) -> Prunable:
+        ended = (_ENDED_STATES, cutoff)
+        rows = await self._rows(
+            f"SELECT COUNT(*), COUNT(DISTINCT context_id) FROM llamon_tasks WHERE {_ENDED}",
+            ended,
+        )
+        emptied = await self._rows(_COUNT_EMPTIED, ended * 2)
+        undated = await self._rows(
+            "SELECT COUNT(*) FROM llamon_tasks WHERE state = ANY(%s) AND updated <= 0",
+            (_ENDED_STATES,),
+        )
+        return Prunable(int(rows[0][0]), int(rows[0][1]), int(emptied[0][0]),
+                        int(undated[0][0]))
+
+    async def context_outlives(self, context_key: str, cutoff: float) -> bool:
+        rows = await self._rows(
+            f"SELECT 1 FROM llamon_tasks WHERE context_id = %s AND NOT ({_ENDED}) LIMIT 1",
+            (context_key, _ENDED_STATES, cutoff),
+        )
+        return bool(rows)
+
+    async def contexts_with_tasks(self, context_keys: Collection[str]) -> set[str]:
+        rows = await self._rows(
+            "SELECT DISTINCT context_id FROM llamon_tasks WHERE context_id = ANY(%s)",
+            (list(context_keys),),
+        )
+        return {row[0] for row in rows}
+
+    async def delete_in_context(
+        self, context_key: str, limit: int, *, ended_before: float | None = None
+    ) -> list[DeletedTask]:
+        if ended_before is None:
+            rows = await self._rows(_DELETE_IN_CONTEXT, (context_key, limit))
+        else:
+            ended = (_ENDED_STATES, ended_before)
+            rows = await self._rows(_DELETE_ENDED_IN_CONTEXT, (context_key, *ended, limit, *ended))
+        return [DeletedTask(row[0], context_key) for row in rows]
+
+    async def reclaim_space(self) -> None:
+        return None  # autovacuum makes deleted rows' space reusable (docs/storage.md)
 
 
 async def _take_schema_lock(conn: AsyncConnection[Any]) -> None:

@@ -14,7 +14,7 @@ import asyncio
 import json
 import sqlite3
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Collection, Sequence
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -28,10 +28,10 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.sqlite import SqliteSaver
 
-from ..a2a.types import RUNNING_STATES
+from ..a2a.types import RUNNING_STATES, TERMINAL_STATES
 from ..errors import UnreadableTaskError
 from . import _codec
-from .base import StoredTask, UnreadableRow
+from .base import DeletedTask, Prunable, StoredTask, UnreadableRow
 from .offload import LARGE_BYTES, Offload
 
 __all__ = ["InlineSqliteSaver", "SQLiteTaskStore", "connect"]
@@ -61,8 +61,16 @@ CREATE INDEX IF NOT EXISTS llamon_tasks_state ON llamon_tasks (state);
 _ADDED_COLUMNS = (
     ("space", "ALTER TABLE llamon_tasks ADD COLUMN space TEXT NOT NULL DEFAULT 'anonymous'"),
     ("updated", "ALTER TABLE llamon_tasks ADD COLUMN updated REAL NOT NULL DEFAULT 0"),
+    ("expires_at", "ALTER TABLE llamon_tasks ADD COLUMN expires_at TEXT"),
 )
 _SPACE_INDEX = "CREATE INDEX IF NOT EXISTS llamon_tasks_space ON llamon_tasks (space, state)"
+#: retention selects ended tasks by their last update (docs/operations.md, "Retention")
+_ENDED_INDEX = "CREATE INDEX IF NOT EXISTS llamon_tasks_updated ON llamon_tasks (state, updated)"
+#: the deadline sweep reads only the tasks that have one (docs/hitl.md, "Deadlines")
+_EXPIRY_INDEX = (
+    "CREATE INDEX IF NOT EXISTS llamon_tasks_expiry ON llamon_tasks (expires_at)"
+    " WHERE expires_at IS NOT NULL"
+)
 
 _RUNNING = tuple(sorted(RUNNING_STATES))
 _RUNNING_MARKS = ", ".join("?" * len(_RUNNING))
@@ -90,12 +98,12 @@ def _decode_or_unreadable(row: Sequence[Any]) -> StoredTask | UnreadableRow:
 
 _UPSERT_TASK = (
     "INSERT INTO llamon_tasks (id, context_id, agent_id, state, event_seq,"
-    " pending_interrupt, reask_count, task, extra, created, space, updated)"
-    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    " pending_interrupt, reask_count, task, extra, created, space, updated, expires_at)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
     " ON CONFLICT(id) DO UPDATE SET state = excluded.state,"
     " event_seq = excluded.event_seq, pending_interrupt = excluded.pending_interrupt,"
     " reask_count = excluded.reask_count, task = excluded.task, extra = excluded.extra,"
-    " updated = excluded.updated"
+    " updated = excluded.updated, expires_at = excluded.expires_at"
 )
 
 # langgraph-checkpoint-sqlite's own tables and statements (SqliteSaver.put / put_writes).
@@ -121,8 +129,42 @@ _PRUNE_CHECKPOINTS = (
 _PRUNE_WRITES = "DELETE FROM writes WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id < ?"
 
 
+#: pages (4 KiB each by default) one ``reclaim_space`` gives back: a short write, repeated at
+#: every retention sweep until the free pages are gone
+RECLAIM_PAGES = 2048
+_INCREMENTAL = 2  # ``PRAGMA auto_vacuum``'s value for INCREMENTAL
+_KEYS_PER_QUERY = 500
+_ENDED_STATES = tuple(sorted(TERMINAL_STATES))
+_ENDED_MARKS = ", ".join("?" * len(_ENDED_STATES))
+#: "ended before the cutoff" (its parameters: ``_ENDED_STATES``, then the cutoff)
+_ENDED = f"state IN ({_ENDED_MARKS}) AND updated > 0 AND updated < ?"
+_DATE_UNDATED = (
+    "UPDATE llamon_tasks SET updated = ? WHERE id IN (SELECT id FROM llamon_tasks"
+    f" WHERE state IN ({_ENDED_MARKS}) AND updated <= 0 LIMIT ?) AND updated <= 0"
+)
+_COUNT_EMPTIED = (
+    "SELECT COUNT(DISTINCT t.context_id) FROM llamon_tasks t"
+    f" WHERE t.state IN ({_ENDED_MARKS}) AND t.updated > 0 AND t.updated < ?"
+    " AND NOT EXISTS (SELECT 1 FROM llamon_tasks o WHERE o.context_id = t.context_id"
+    f" AND NOT (o.state IN ({_ENDED_MARKS}) AND o.updated > 0 AND o.updated < ?))"
+)
+_DELETE_IN_CONTEXT = (
+    "DELETE FROM llamon_tasks WHERE id IN"
+    " (SELECT id FROM llamon_tasks WHERE context_id = ? LIMIT ?) RETURNING id"
+)
+# the condition twice: the subquery picks, the outer statement deletes only what still holds
+_DELETE_ENDED_IN_CONTEXT = (
+    "DELETE FROM llamon_tasks WHERE id IN"
+    f" (SELECT id FROM llamon_tasks WHERE context_id = ? AND {_ENDED} LIMIT ?)"
+    f" AND {_ENDED} RETURNING id"
+)
+
+
 def connect(path: str) -> sqlite3.Connection:
     conn = sqlite3.connect(path, check_same_thread=False)
+    # takes effect only on a new file, and only before WAL mode is set: an existing file keeps
+    # its mode until a VACUUM (docs/storage.md, "Retention and deletion")
+    conn.execute("PRAGMA auto_vacuum=INCREMENTAL")
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=NORMAL")
     conn.execute("PRAGMA busy_timeout=5000")
@@ -141,7 +183,10 @@ class SQLiteTaskStore:
             if column not in present:
                 conn.execute(statement)
         conn.execute(_SPACE_INDEX)
+        conn.execute(_EXPIRY_INDEX)
+        conn.execute(_ENDED_INDEX)
         conn.commit()
+        self._incremental = conn.execute("PRAGMA auto_vacuum").fetchone()[0] == _INCREMENTAL
         row = conn.execute("SELECT COALESCE(MAX(created), 0) FROM llamon_tasks").fetchone()
         self._created = int(row[0])
 
@@ -156,7 +201,7 @@ class SQLiteTaskStore:
         task, extra = _codec.encode_task(record), _codec.encode_extra(record)
         row = (record.id, record.context_key, record.agent_id, record.state, record.event_seq,
                record.pending_interrupt, record.reask_count, task, extra, self._created,
-               record.space, time.time())
+               record.space, time.time(), record.expires_at)
         offload = self._offload
         if offload is not None and offload.is_large(len(task) + len(extra)):
             await offload.write(lambda conn: conn.execute(_UPSERT_TASK, row))
@@ -184,6 +229,14 @@ class SQLiteTaskStore:
     async def ping(self) -> None:
         self._conn.execute("SELECT 1 FROM llamon_tasks LIMIT 1").fetchall()
 
+    async def expiring(self, before: str, limit: int) -> list[StoredTask | UnreadableRow]:
+        rows = self._conn.execute(
+            f"SELECT {_COLUMNS} FROM llamon_tasks WHERE expires_at IS NOT NULL"
+            " AND expires_at <= ? AND state = 'input-required' ORDER BY expires_at LIMIT ?",
+            (before, limit),
+        ).fetchall()
+        return [_decode_or_unreadable(row) for row in rows]
+
     async def count_by_state(self) -> dict[str, int]:
         rows = self._conn.execute(
             "SELECT state, COUNT(*) FROM llamon_tasks GROUP BY state"
@@ -202,6 +255,79 @@ class SQLiteTaskStore:
             "SELECT MIN(updated) FROM llamon_tasks WHERE state = ? AND updated > 0", (state,)
         ).fetchone()
         return None if row[0] is None else float(row[0])
+
+    # ------------------------------------------------------------------ retention
+
+    async def _write(self, sql: str, params: Sequence[Any]) -> tuple[list[Any], int]:
+        """One statement in its own transaction on the loop's connection (after any large
+        write of the worker thread: ``offload.py``): its rows, read before the commit, and
+        how many rows it changed."""
+        if self._offload is not None:
+            await self._offload.idle()
+        with self._conn:
+            cur = self._conn.execute(sql, params)
+            rows = cur.fetchall()
+        return rows, cur.rowcount
+
+    async def date_undated(self, now: float, limit: int) -> int:
+        return (await self._write(_DATE_UNDATED, (now, *_ENDED_STATES, limit)))[1]
+
+    async def ended_before(self, cutoff: float, limit: int) -> list[DeletedTask]:
+        rows = self._conn.execute(
+            f"SELECT id, context_id FROM llamon_tasks WHERE {_ENDED} LIMIT ?",
+            (*_ENDED_STATES, cutoff, limit),
+        ).fetchall()
+        return [DeletedTask(row[0], row[1]) for row in rows]
+
+    async def count_ended(self, cutoff: float) -> Prunable:
+        tasks, contexts = self._conn.execute(
+            f"SELECT COUNT(*), COUNT(DISTINCT context_id) FROM llamon_tasks WHERE {_ENDED}",
+            (*_ENDED_STATES, cutoff),
+        ).fetchone()
+        emptied = self._conn.execute(_COUNT_EMPTIED, (*_ENDED_STATES, cutoff) * 2).fetchone()[0]
+        undated = self._conn.execute(
+            f"SELECT COUNT(*) FROM llamon_tasks WHERE state IN ({_ENDED_MARKS}) AND updated <= 0",
+            _ENDED_STATES,
+        ).fetchone()[0]
+        return Prunable(int(tasks), int(contexts), int(emptied), int(undated))
+
+    async def context_outlives(self, context_key: str, cutoff: float) -> bool:
+        row = self._conn.execute(
+            f"SELECT 1 FROM llamon_tasks WHERE context_id = ? AND NOT ({_ENDED}) LIMIT 1",
+            (context_key, *_ENDED_STATES, cutoff),
+        ).fetchone()
+        return row is not None
+
+    async def contexts_with_tasks(self, context_keys: Collection[str]) -> set[str]:
+        keys = list(context_keys)
+        found: set[str] = set()
+        for start in range(0, len(keys), _KEYS_PER_QUERY):
+            chunk = keys[start:start + _KEYS_PER_QUERY]
+            rows = self._conn.execute(
+                "SELECT DISTINCT context_id FROM llamon_tasks"
+                f" WHERE context_id IN ({', '.join('?' * len(chunk))})", chunk,
+            ).fetchall()
+            found.update(row[0] for row in rows)
+        return found
+
+    async def delete_in_context(
+        self, context_key: str, limit: int, *, ended_before: float | None = None
+    ) -> list[DeletedTask]:
+        if ended_before is None:
+            rows, _ = await self._write(_DELETE_IN_CONTEXT, (context_key, limit))
+        else:
+            ended = (*_ENDED_STATES, ended_before)
+            rows, _ = await self._write(_DELETE_ENDED_IN_CONTEXT,
+                                        (context_key, *ended, limit, *ended))
+        return [DeletedTask(row[0], context_key) for row in rows]
+
+    async def reclaim_space(self) -> None:
+        if not self._incremental:
+            return  # an older file: freed pages are reused, VACUUM gives them back
+        if self._offload is not None:
+            await self._offload.idle()
+        # ``executescript`` runs the pragma to its end (``execute`` would free one page)
+        self._conn.executescript(f"PRAGMA incremental_vacuum({RECLAIM_PAGES});")
 
 
 class InlineSqliteSaver(SqliteSaver):

@@ -16,6 +16,9 @@ from .base import TaskStore
 from .file_lock import lock_file
 from .memory import InMemoryTaskStore
 from .offload import Offload
+from .push_base import PushStore
+from .push_memory import InMemoryPushStore
+from .push_sqlite import SQLitePushStore
 from .sqlite import InlineSqliteSaver, SQLiteTaskStore, connect
 from .url import MEMORY, parse_database_url
 
@@ -35,6 +38,8 @@ class Storage:
     #: coordinates replicas on the same database (``backends/coordination.py``); ``None`` for
     #: the other stores
     pool: Any = None
+    #: push notification configs and deliveries, in the same database (``push_base.py``)
+    push: PushStore = field(default_factory=InMemoryPushStore)
 
 
 @asynccontextmanager
@@ -52,7 +57,7 @@ async def open_storage(db: str) -> AsyncIterator[Storage]:
     url = parse_database_url(db)
     if url.kind == "memory":
         yield Storage(tasks=InMemoryTaskStore(), checkpointer=InMemorySaver(),
-                      reviews=InMemoryReviewPort(), db=MEMORY)
+                      reviews=InMemoryReviewPort(), db=MEMORY, push=InMemoryPushStore())
         return
     if url.kind == "postgres":
         try:
@@ -62,9 +67,11 @@ async def open_storage(db: str) -> AsyncIterator[Storage]:
                 f"PostgreSQL storage needs the postgres extra (pip install "
                 f"'llamon-agent[postgres]'): {exc}"
             ) from exc
+        from .push_postgres import PostgresPushStore
+
         async with open_postgres(url.target) as (pg_tasks, pg_reviews, pg_saver, pool):
             yield Storage(tasks=pg_tasks, checkpointer=pg_saver, reviews=pg_reviews,
-                          db=url.target, pool=pool)
+                          db=url.target, pool=pool, push=PostgresPushStore(pool))
         return
     db = url.target
     with ExitStack() as opened:  # closed in reverse: offload, connection, then the lock
@@ -76,5 +83,6 @@ async def open_storage(db: str) -> AsyncIterator[Storage]:
         opened.callback(offload.close)
         saver = InlineSqliteSaver(conn, offload=offload)
         saver.setup()
-        yield Storage(tasks=SQLiteTaskStore(conn, offload=offload), checkpointer=saver,
-                      reviews=SQLiteReviewPort(conn), db=db)
+        tasks = SQLiteTaskStore(conn, offload=offload)  # first: the push store joins its table
+        yield Storage(tasks=tasks, checkpointer=saver, reviews=SQLiteReviewPort(conn), db=db,
+                      push=SQLitePushStore(conn, offload=offload))

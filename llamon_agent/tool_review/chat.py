@@ -43,7 +43,8 @@ class ChatTurn:
     ``interrupt_id`` the id of the review (or question) that waits, ``None`` when nothing does
     (send it back with the decisions, so a retried decision cannot decide the next review);
     ``messages`` the conversation so far with tool calls and tool results (see
-    :func:`chat_messages`), so edits and rejects are visible.
+    :func:`chat_messages`), so edits and rejects are visible; ``expires_at`` when what waits
+    has a deadline (docs/hitl.md, "Deadlines"): then it is rejected (or the task canceled).
     """
 
     thread_id: str
@@ -51,6 +52,7 @@ class ChatTurn:
     pending_review: dict[str, Any] | None
     messages: list[dict[str, Any]] = field(default_factory=list)
     interrupt_id: str | None = None
+    expires_at: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -58,6 +60,7 @@ class ChatTurn:
             "reply": self.reply,
             "pending_review": self.pending_review,
             "interrupt_id": self.interrupt_id,
+            "expires_at": self.expires_at,
             "messages": self.messages,
         }
 
@@ -149,11 +152,21 @@ def chat_turn(task: Task, messages: Any) -> ChatTurn:
     reply = None
     if pending is None and status_message is not None:
         reply = status_message.text() or None
-    interrupt_id = None
+    interrupt_id = expires_at = None
     if task.status.state == "input-required" and status_message is not None:
         found = (status_message.metadata or {}).get(INTERRUPT_ID)
         interrupt_id = found if isinstance(found, str) else None
-    return ChatTurn(task.context_id, reply, pending, chat_messages(messages), interrupt_id)
+        expires_at = _expires_at(status_message)
+    return ChatTurn(task.context_id, reply, pending, chat_messages(messages), interrupt_id,
+                    expires_at)
+
+
+def _expires_at(message: Message) -> str | None:
+    for data in message.data():
+        hitl = data.get("hitl")
+        if isinstance(hitl, Mapping) and isinstance(hitl.get("expires_at"), str):
+            return str(hitl["expires_at"])
+    return None
 
 
 def pending_review_of(task: Task) -> dict[str, Any] | None:

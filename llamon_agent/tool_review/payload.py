@@ -17,6 +17,7 @@ from typing import Any, NotRequired, TypedDict
 
 import orjson
 
+from ..core.hitl import DEADLINE_FIELD
 from .policy import ReviewPolicy
 
 __all__ = [
@@ -63,6 +64,7 @@ def build_review_request(
     """The payload for the reviewed calls among ``tool_calls``; ``None`` when none is."""
     actions: list[ActionRequest] = []
     configs: list[ReviewConfig] = []
+    waits: list[float] = []
     for call in reviewed_calls(tool_calls, policy):
         name = str(call.get("name"))
         config = policy.config_for(name)
@@ -78,9 +80,14 @@ def build_review_request(
         if config.args_schema is not None:
             review["args_schema"] = _plain(config.args_schema)
         configs.append(review)
+        if isinstance(config.expires_in, float):
+            waits.append(config.expires_in)
     if not actions:
         return None
-    return {"action_requests": actions, "review_configs": configs}
+    request: PendingReview = {"action_requests": actions, "review_configs": configs}
+    if waits:  # private: the server shows ``expires_at`` beside the payload, never inside it
+        request[DEADLINE_FIELD] = {"in": min(waits)}  # type: ignore[literal-required]
+    return request
 
 
 def is_review_request(value: Any) -> bool:

@@ -29,11 +29,13 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 from jsonschema import validators
 from jsonschema.exceptions import SchemaError
 
+from ..core.deadlines import seconds_of
 from . import catalog
 from .decisions import ALLOWED_DECISIONS, check_allowed
 
@@ -50,14 +52,19 @@ ToolCallDescription = Callable[[Mapping[str, Any]], str]
 
 @dataclass(frozen=True)
 class InterruptOnConfig:
-    """How one tool's calls are reviewed."""
+    """How one tool's calls are reviewed. ``expires_in`` (seconds or a ``timedelta``): how long
+    a review of its calls may wait before the agent's ``WaitPolicy.tool_reviews`` action (reject
+    unless it says cancel) applies; a review of several calls expires at the earliest."""
 
     allowed_decisions: list[str] = field(default_factory=lambda: list(ALLOWED_DECISIONS))
     description: str | ToolCallDescription | None = None
     args_schema: Mapping[str, Any] | None = None
+    expires_in: float | timedelta | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "allowed_decisions", check_allowed(self.allowed_decisions))
+        if self.expires_in is not None:
+            object.__setattr__(self, "expires_in", seconds_of(self.expires_in))
         if self.description is not None and not (
             isinstance(self.description, str) or callable(self.description)
         ):
@@ -82,7 +89,7 @@ def _config(name: str, value: Any) -> InterruptOnConfig | None:
     if isinstance(value, InterruptOnConfig):
         return value
     if isinstance(value, Mapping):
-        unknown = set(value) - {"allowed_decisions", "description", "args_schema"}
+        unknown = set(value) - {"allowed_decisions", "description", "args_schema", "expires_in"}
         if unknown:
             raise ValueError(f"interrupt_on[{name!r}]: unknown field(s) {sorted(unknown)}")
         try:
@@ -90,6 +97,7 @@ def _config(name: str, value: Any) -> InterruptOnConfig | None:
                 allowed_decisions=value.get("allowed_decisions", list(ALLOWED_DECISIONS)),
                 description=value.get("description"),
                 args_schema=value.get("args_schema"),
+                expires_in=value.get("expires_in"),
             )
         except ValueError as exc:
             raise ValueError(f"interrupt_on[{name!r}]: {exc}") from None
@@ -176,7 +184,7 @@ def parse_wire_override(value: Any) -> dict[str, Any]:
     """The ``interruptOn`` a client sent (A2A message or request metadata), as plain JSON.
 
     ``{tool: true | false | {"allowed_decisions" | "allowedDecisions", "description" (text),
-    "args_schema" | "argsSchema"}}``. Raises ``ValueError`` on anything else. The result is
+    "args_schema" | "argsSchema", "expires_in" | "expiresIn" (seconds)}}``. Raises ``ValueError`` on anything else. The result is
     only ever *added* to an agent's policy (:meth:`ReviewPolicy.add`).
     """
     if not isinstance(value, Mapping):
@@ -189,7 +197,8 @@ def parse_wire_override(value: Any) -> dict[str, Any]:
         if not isinstance(entry, Mapping):
             raise ValueError(f"interruptOn[{name!r}] must be true, false or an object")
         renamed = {
-            {"allowedDecisions": "allowed_decisions", "argsSchema": "args_schema"}.get(k, k): v
+            {"allowedDecisions": "allowed_decisions", "argsSchema": "args_schema",
+             "expiresIn": "expires_in"}.get(k, k): v
             for k, v in entry.items()
         }
         if "description" in renamed and not isinstance(renamed["description"], str):

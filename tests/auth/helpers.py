@@ -13,7 +13,7 @@ from starlette.applications import Starlette
 
 from llamon_agent import create_app
 from llamon_agent.settings import Settings
-from tests.conftest import rpc, send_params
+from tests.conftest import rpc, send_params, served_on
 
 ALICE_KEY = "alice-key-6f1c0d2e9b8a"
 BOB_KEY = "bob-key-3a9d7e5c1f20"
@@ -35,8 +35,9 @@ def agents() -> list[Any]:
 async def served(**kwargs: Any) -> AsyncIterator[tuple[httpx.AsyncClient, Starlette]]:
     """The example agents behind ``create_app(**kwargs)``; the environment is not read
     (``settings`` defaults to an empty ``Settings``), so a variable of the test run changes
-    nothing."""
-    kwargs.setdefault("db", ":memory:")
+    nothing. Storage and events are the ``backend`` fixture's when the test uses it."""
+    for name, value in served_on().items():
+        kwargs.setdefault(name, value)
     kwargs.setdefault("settings", Settings(db=":memory:"))
     app = create_app(agents(), **kwargs)
     async with LifespanManager(app) as manager:

@@ -84,6 +84,7 @@ async def test_a_missing_or_wrong_key_is_refused_with_401_and_nothing_else(
 
 
 @pytest.mark.parametrize("headers", WRONG, ids=_WRONG_IDS)
+@pytest.mark.usefixtures("backend")
 async def test_a_refused_message_starts_nothing(headers: dict[str, str]) -> None:
     """The refused send reached no agent: the server stored no task."""
     async with served(api_keys=KEYS) as (http, app):
@@ -102,6 +103,7 @@ async def test_a_refused_message_starts_nothing(headers: dict[str, str]) -> None
     {"X-API-Key": BOB_KEY},
 ], ids=["x-api-key", "bearer", "bearer-lowercase", "bearer-spaces", "wrong-header-right-bearer",
         "bob"])
+@pytest.mark.usefixtures("backend")
 async def test_a_right_key_is_served(headers: dict[str, str]) -> None:
     async with served(api_keys=KEYS) as (http, _):
         response = await http.post("/", json=message_send(), headers=headers)
@@ -131,6 +133,7 @@ PUBLIC = [
 
 
 @pytest.mark.parametrize(("method", "path"), PUBLIC, ids=[f"{m} {p}" for m, p in PUBLIC])
+@pytest.mark.usefixtures("backend")
 async def test_the_cards_docs_landing_page_and_health_stay_public(method: str, path: str) -> None:
     async with served(api_keys=KEYS) as (http, _):
         response = await http.request(method, path)
@@ -140,6 +143,7 @@ async def test_the_cards_docs_landing_page_and_health_stay_public(method: str, p
         assert response.status_code == 200
 
 
+@pytest.mark.usefixtures("backend")
 async def test_the_reviewer_endpoints_keep_their_own_credential() -> None:
     """``/reviews`` is not behind the API keys: an API key is not a reviewer token, and the
     reviewer token alone is enough there."""
@@ -153,6 +157,7 @@ async def test_the_reviewer_endpoints_keep_their_own_credential() -> None:
         assert ok.json() == {"reviews": []}
 
 
+@pytest.mark.usefixtures("backend")
 async def test_without_authentication_every_caller_is_served_as_before() -> None:
     """No keys configured: no middleware, the README's curl examples keep working."""
     async with served() as (http, app):
@@ -164,6 +169,7 @@ async def test_without_authentication_every_caller_is_served_as_before() -> None
         assert "securitySchemes" not in card and "security" not in card
 
 
+@pytest.mark.usefixtures("backend")
 async def test_keys_from_the_environment_protect_the_server(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

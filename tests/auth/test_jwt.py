@@ -52,6 +52,7 @@ def bearer(token: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
 
 
+@pytest.mark.usefixtures("backend")
 async def test_a_valid_token_is_served_and_its_sub_is_the_principal(
     idp: IdentityProvider, http: httpx.AsyncClient
 ) -> None:
@@ -115,6 +116,7 @@ async def test_a_token_that_is_not_exactly_right_is_refused(
                    BEARER_CHALLENGE)
 
 
+@pytest.mark.usefixtures("backend")
 async def test_a_token_expired_within_the_leeway_is_accepted(
     idp: IdentityProvider, http: httpx.AsyncClient
 ) -> None:
@@ -160,6 +162,7 @@ async def test_an_unreachable_key_set_refuses_tokens_and_says_so_in_the_log(
     assert all(token not in w for w in warnings)
 
 
+@pytest.mark.usefixtures("backend")
 async def test_settings_from_the_environment_verify_tokens(idp: IdentityProvider) -> None:
     settings = Settings(db=":memory:", jwt_jwks_url=idp.url, jwt_issuer=ISSUER,
                         jwt_audience=AUDIENCE)

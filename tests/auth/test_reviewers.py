@@ -13,6 +13,9 @@ from tests.orchestrator.helpers import HIGH_RISK, serve_loan
 ALICE = "rev-alice-77c1"
 BOB = "rev-bob-1f02"
 
+#: runs on both backends: in process, and PostgreSQL + Redis as replicas run
+pytestmark = pytest.mark.usefixtures("backend")
+
 
 async def _decided_by(token: str, **kwargs: Any) -> dict[str, Any]:
     """Run a loan to its review, decide with ``token``, and read the review back."""
@@ -34,13 +37,14 @@ async def _decided_by(token: str, **kwargs: Any) -> dict[str, Any]:
         return read
 
 
-@pytest.mark.parametrize("db", [":memory:", "file"])
+@pytest.mark.parametrize("db", ["served", "file"])
 async def test_a_named_reviewers_decision_records_the_name_and_the_time(
     db: str, tmp_path: Any
 ) -> None:
+    """``served``: the ``backend``'s review port (in memory, or PostgreSQL); ``file``: SQLite."""
     settings = Settings(reviewer_tokens=f"alice={ALICE},bob={BOB}")
-    where = ":memory:" if db == ":memory:" else str(tmp_path / "reviews.sqlite3")
-    review = await _decided_by(BOB, settings=settings, db=where)
+    where = {} if db == "served" else {"db": str(tmp_path / "reviews.sqlite3")}
+    review = await _decided_by(BOB, settings=settings, **where)
     assert review["status"] == "decided"
     assert review["decidedBy"] == "bob"
     assert review["decided"] is not None and review["decided"] >= review["created"]

@@ -20,6 +20,7 @@ async def by_header(headers: Mapping[str, str]) -> Principal | None:
     return Principal("carol") if headers.get("x-session") == SECRET else None
 
 
+@pytest.mark.usefixtures("backend")
 async def test_the_callback_decides_who_is_served() -> None:
     async with served(auth=by_header) as (http, app):
         assert app.state.authentication == "a verifier callback"

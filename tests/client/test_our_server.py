@@ -30,6 +30,9 @@ from tests.conftest import serve
 
 RESULT = {"doc_type": "passport", "birthday": "1990-01-01"}
 
+#: runs on both backends: in process, and PostgreSQL + Redis as replicas run
+pytestmark = pytest.mark.usefixtures("backend")
+
 
 def ask(task: Task | Message) -> Question:
     assert isinstance(task, Task), task

@@ -12,11 +12,22 @@ import orjson
 import pytest
 
 from llamon_agent import Limits
-from tests.conftest import A2AClient, assert_valid, rpc, send_params, serve, user_message
+from tests.conftest import (
+    A2AClient,
+    assert_valid,
+    durable_db,
+    rpc,
+    send_params,
+    serve,
+    user_message,
+)
 from tests.orchestrator.helpers import AUTH, Harness, serve_app, serve_loan
 from tests.tool_review.helpers import edit, rest_server
 
 LOAN = {"amount": 1000, "income": 20000}
+
+#: runs on both backends: in process, and PostgreSQL + Redis as replicas run
+pytestmark = pytest.mark.usefixtures("backend")
 
 
 class Client(A2AClient):
@@ -346,7 +357,22 @@ async def test_an_unexpected_error_is_a_json_rpc_internal_error(
 # ---------------------------------------------------------------- one bad row
 
 
-def _write_row(db: Path, task_id: str, context_id: str, state: str, task: bytes) -> None:
+def _on_postgres(db: str) -> bool:
+    return db.startswith("postgresql")
+
+
+def _write_row(db: str, task_id: str, context_id: str, state: str, task: bytes) -> None:
+    if _on_postgres(db):
+        import psycopg
+
+        with psycopg.connect(db, autocommit=True) as pg:  # ``created`` is an identity there
+            pg.execute(
+                "INSERT INTO llamon_tasks (id, context_id, agent_id, state, event_seq,"
+                " pending_interrupt, reask_count, task, extra)"
+                " VALUES (%s, %s, 'document-review', %s, 3, NULL, 0, %s, NULL)",
+                (task_id, context_id, state, task),
+            )
+        return
     conn = sqlite3.connect(db)
     with conn:
         conn.execute(
@@ -361,13 +387,13 @@ def _write_row(db: Path, task_id: str, context_id: str, state: str, task: bytes)
 async def test_an_undecodable_task_is_an_error_for_that_task_only(
     example_agents: Any, tmp_path: Path
 ) -> None:
-    db = tmp_path / "bad.sqlite3"
-    async with serve(example_agents, db=str(db)) as client:
+    db = durable_db(tmp_path, "bad.sqlite3")
+    async with serve(example_agents, db=db) as client:
         good = await client.send("hi", agent_id="document-review")
     deep = b'{"x":' * 300 + b"1" + b"}" * 300
     _write_row(db, "bad-running", "ctx-a", "working", deep)
     _write_row(db, "bad-waiting", "ctx-b", "input-required", b"not json")
-    async with serve(example_agents, db=str(db)) as client:  # the server starts
+    async with serve(example_agents, db=db) as client:  # the server starts
         for task_id in ("bad-waiting",):
             body = await client.call("tasks/get", {"id": task_id})
             assert body["error"]["code"] == -32603
@@ -384,15 +410,24 @@ async def test_an_undecodable_task_is_an_error_for_that_task_only(
 async def test_an_undecodable_checkpoint_does_not_stop_the_server(
     example_agents: Any, tmp_path: Path
 ) -> None:
-    db = tmp_path / "bad.sqlite3"
-    async with serve_loan(db=str(db)) as loan:
+    db = durable_db(tmp_path, "bad.sqlite3")
+    async with serve_loan(db=db) as loan:
         task, _ = await loan.to_review()
-    conn = sqlite3.connect(db)
-    with conn:
-        conn.execute("UPDATE checkpoints SET checkpoint = X'C1C1C1' WHERE thread_id = ?",
-                     (task["contextId"],))
-    conn.close()
-    async with serve_loan(db=str(db)) as loan:  # startup recovery finishes
+    if _on_postgres(db):  # LangGraph's saver keeps the channel values in blobs there
+        import psycopg
+
+        with psycopg.connect(db, autocommit=True) as pg:
+            corrupted = pg.execute(
+                "UPDATE checkpoint_blobs SET blob = '\\xc1c1c1' WHERE thread_id = %s"
+                " AND type = 'msgpack'", (task["contextId"],)).rowcount
+        assert corrupted > 0
+    else:
+        conn = sqlite3.connect(db)
+        with conn:
+            conn.execute("UPDATE checkpoints SET checkpoint = X'C1C1C1' WHERE thread_id = ?",
+                         (task["contextId"],))
+        conn.close()
+    async with serve_loan(db=db) as loan:  # startup recovery finishes
         recovered = await loan.get(task["id"])
         assert recovered["status"]["state"] == "failed"
         other, _ = await loan.to_review()

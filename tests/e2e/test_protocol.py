@@ -387,33 +387,50 @@ async def test_cancel_of_terminal_task_is_not_cancelable(client: A2AClient) -> N
     assert (await client.result("tasks/get", {"id": done["id"]}))["status"]["state"] == "completed"
 
 
+# push notifications are on (tests/push has the whole contract); a webhook on a private
+# address is refused unless the server allows private targets
 PUSH_CALLS = {
     "tasks/pushNotificationConfig/set": {
         "taskId": "t1",
-        "pushNotificationConfig": {"url": "https://example.com/hook"},
+        "pushNotificationConfig": {"url": "http://10.0.0.1/hook"},
     },
     "tasks/pushNotificationConfig/get": {"id": "t1"},
     "tasks/pushNotificationConfig/list": {"id": "t1"},
     "tasks/pushNotificationConfig/delete": {"id": "t1", "pushNotificationConfigId": "c1"},
 }
+PUSH_ANSWERS: dict[str, Any] = {
+    "tasks/pushNotificationConfig/set": {"code": -32602, "reason": "webhook refused: private address"},
+    "tasks/pushNotificationConfig/get": {"code": -32602, "reason": "unknown push notification config"},
+    "tasks/pushNotificationConfig/list": [],
+    "tasks/pushNotificationConfig/delete": None,
+}
 
 
 @pytest.mark.parametrize("method", list(PUSH_CALLS))
-async def test_push_notification_methods_are_not_supported(client: A2AClient, method: str) -> None:
-    # also for an existing task: push is off for everything
+async def test_push_notification_methods_answer_for_an_existing_task(
+    client: A2AClient, method: str
+) -> None:
     task = await parked_review(client)
     params = json.loads(json.dumps(PUSH_CALLS[method]).replace('"t1"', json.dumps(task["id"])))
-    assert_error(await client.call(method, params, "push"), -32003, "push")
+    body = await client.call(method, params, "push")
+    expected = PUSH_ANSWERS[method]
+    if isinstance(expected, dict):
+        error = assert_error(body, expected["code"], "push")
+        assert error["data"]["reason"] == expected["reason"]
+    else:
+        assert body["result"] == expected
 
 
-async def test_push_config_in_send_configuration_is_not_supported(client: A2AClient) -> None:
+async def test_a_refused_push_config_in_send_configuration_starts_nothing(
+    client: A2AClient,
+) -> None:
     context_id = new_context()
     params = send_params(
         "hi",
         context_id=context_id,
-        configuration={"pushNotificationConfig": {"url": "https://example.com/hook", "token": "t"}},
+        configuration={"pushNotificationConfig": {"url": "http://10.0.0.1/hook", "token": "t"}},
     )
-    assert_error(await client.call("message/send", params, 12), -32003, 12)
+    assert_error(await client.call("message/send", params, 12), -32602, 12)
     # rejected before anything ran: the context is still free and has no task
     assert_document_question(await send_ok(client, send_params("hi", context_id=context_id)))
 
@@ -670,7 +687,7 @@ async def test_agent_card(client: A2AClient, path: str) -> None:
     assert card["preferredTransport"] == "JSONRPC"
     assert card["url"] == "http://testserver/"
     assert card["capabilities"]["streaming"] is True
-    assert card["capabilities"]["pushNotifications"] is False
+    assert card["capabilities"]["pushNotifications"] is True
     assert card.get("supportsAuthenticatedExtendedCard", False) is False
     assert set(card["defaultOutputModes"]) <= set(OUTPUT_MODES)
     assert card["defaultOutputModes"]
@@ -708,9 +725,9 @@ async def test_agent_card_matches_reality(client: A2AClient) -> None:
         assert response.status_code == 200
         assert response.headers["content-type"].startswith("text/event-stream")
         await response.aread()
-    # pushNotifications: false -> push methods answer -32003
+    # pushNotifications: true -> push methods answer (an unknown task: -32001)
     push = await client.call("tasks/pushNotificationConfig/list", {"id": "x"}, "p")
-    assert_error(push, -32003, "p")
+    assert_error(push, -32001, "p")
     # supportsAuthenticatedExtendedCard false/absent -> -32007
     ext = await post_raw(
         client,

@@ -1,6 +1,11 @@
 from __future__ import annotations
 
+import pytest
+
 from tests.conftest import A2AClient, assert_valid
+
+#: runs on both backends: in process, and PostgreSQL + Redis as replicas run
+pytestmark = pytest.mark.usefixtures("backend")
 
 
 async def test_seed_conversation_over_send(client: A2AClient) -> None:

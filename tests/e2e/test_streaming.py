@@ -26,7 +26,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 
 from llamon_agent import Agent, HITLInterrupt, create_app
-from tests.conftest import A2AClient, assert_valid, parse_sse, rpc, send_params
+from tests.conftest import A2AClient, assert_valid, parse_sse, rpc, send_params, served_on
 
 DOC_QUESTION = "어떤 서류를 검증할까요?"
 BIRTHDAY_QUESTION = "생년월일을 알려주세요."
@@ -34,6 +34,9 @@ READY_QUESTION = "Ready?"
 RUNNING = ("submitted", "working")
 
 Event = dict[str, Any]  # {"id": str | None, "data": JSON-RPC response}
+
+#: runs on both backends: in process, and PostgreSQL + Redis as replicas run
+pytestmark = pytest.mark.usefixtures("backend")
 
 
 # ---------------------------------------------------------------------------- a slow agent
@@ -95,8 +98,9 @@ def failing_agent() -> Agent:
 
 @asynccontextmanager
 async def serve_app(agents: list[Agent]) -> AsyncIterator[tuple[A2AClient, Any]]:
-    """Like ``conftest.serve`` but also yields the ASGI app, for ``LiveStream``."""
-    app = create_app(agents, db=":memory:")
+    """Like ``conftest.serve`` (the ``backend``'s storage and events) but also yields the ASGI
+    app, for ``LiveStream``."""
+    app = create_app(agents, **served_on())
     async with LifespanManager(app) as manager:
         transport = httpx.ASGITransport(app=manager.app)
         async with httpx.AsyncClient(

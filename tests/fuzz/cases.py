@@ -12,7 +12,9 @@ is sent. Each case is one of three kinds, drawn in a fixed proportion:
   with hostile values (``values.hostile``).
 
 The first two kinds must get past the envelope; the suite asserts that at least half of all
-requests do.
+requests do. The push config methods are drawn valid more often (``_PUSH_KINDS``): their value
+is in the sequences they make on real tasks (set, get, list, delete, deliveries running in the
+background), and their envelope is the one every other method's mutations already hit.
 """
 
 from __future__ import annotations
@@ -57,6 +59,7 @@ _METHODS: list[tuple[str | None, str]] = [
 ]
 #: valid 4 : soft 2 : hard 4, and Hypothesis draws the first entry more often than the others
 _KINDS = ["soft", "hard", "valid", "hard", "valid", "soft", "hard", "valid", "hard", "valid"]
+_PUSH_KINDS = ["valid", "soft", "valid", "hard", "valid", "valid", "soft", "valid", "hard"]
 _STREAMING = frozenset({"message/stream", "tasks/resubscribe"})
 _UNKNOWN_METHODS = ["tasks/list", "SendMessage", "message/Send", "message/send ", "",
                     "rpc.discover", "__proto__", "message/sendx", "tasks/get/", "a" * 300,
@@ -93,6 +96,17 @@ ANSWERS: dict[str, list[list[dict[str, Any]]]] = {
     "loan": [_text("예"), _text("아니오"), _text("yes"), _data({"value": "no"}),
              _data({"collateral": "yes"})],
 }
+
+
+#: webhook URLs a push config may name (the fuzzed servers allow private targets): loopback and
+#: link-local ones that refuse the connection at once (deliveries fail and are retried in the
+#: background while the fuzzing goes on), and ones refused whatever the server allows
+PUSH_URLS = ["http://127.0.0.1:9/hook", "http://[::1]:9/h?x=1", "https://127.0.0.1:9/",
+             "http://[fe80::1]:9/", "HTTP://LOCALHOST:9/", "http://127.0.0.1:9/a",
+             "http://127.0.0.1:9/b?c=d", "http://224.0.0.1/", "ftp://127.0.0.1/",
+             "http://user:pw@127.0.0.1:9/", "http://0.0.0.0:9/", "http://nowhere.invalid/",
+             "http://127.0.0.1:99999/", "javascript:alert(1)", "http://[::ffff:0.0.0.0]/",
+             "http://\u202e127.0.0.1/"]
 
 
 #: ``Accept-Language`` values a client may send (the texts of tool reviews follow it)
@@ -142,7 +156,10 @@ def _aim_send(draw: st.DrawFn, request: dict[str, Any], streaming: bool,
     if "configuration" not in params or draw(st.integers(0, 3)):
         params.pop("configuration", None)
     else:
-        params["configuration"].pop("pushNotificationConfig", None)
+        if draw(st.integers(0, 2)):
+            params["configuration"].pop("pushNotificationConfig", None)
+        else:
+            _aim_push(draw, params["configuration"].get("pushNotificationConfig"))
         if draw(st.booleans()):
             params["configuration"].pop("acceptedOutputModes", None)
         if "historyLength" in params["configuration"]:
@@ -176,6 +193,26 @@ def _aim_send(draw: st.DrawFn, request: dict[str, Any], streaming: bool,
     return slot
 
 
+_PUSH_AUTH = [None, {"schemes": ["Bearer"], "credentials": "k-1"},
+              {"schemes": ["basic", "Bearer"], "credentials": "dTpw"}]
+
+
+def _aim_push(draw: st.DrawFn, config: Any) -> None:
+    """Most configs name a webhook from ``PUSH_URLS``, with an id, a token and authentication
+    a client would send (the generated ones hold any code point: mostly refused); the others
+    keep what was generated."""
+    if not isinstance(config, dict) or not draw(st.integers(0, 3)):
+        return
+    config["url"] = draw(st.sampled_from(PUSH_URLS))
+    for name, values in (("id", [None, "c1", "c2"]), ("token", [None, "tok"]),
+                         ("authentication", _PUSH_AUTH)):
+        value = draw(st.sampled_from(values))
+        if value is None:
+            config.pop(name, None)
+        else:
+            config[name] = value
+
+
 @st.composite
 def rpc_cases(draw: st.DrawFn, blocking_loans: bool = True) -> RpcCase:
     method, definition = draw(st.sampled_from(_METHODS))
@@ -190,11 +227,13 @@ def rpc_cases(draw: st.DrawFn, blocking_loans: bool = True) -> RpcCase:
                                     else range(len(SLOTS))))
         params = request["params"]
         params["taskId" if "taskId" in params else "id"] = TASK
+        _aim_push(draw, params.get("pushNotificationConfig"))
         if "historyLength" in params:
             params["historyLength"] = abs(params["historyLength"])
     elif method == "tasks/get" and "historyLength" in request["params"]:
         request["params"]["historyLength"] = abs(request["params"]["historyLength"])
-    kind = draw(st.sampled_from(_KINDS))
+    push = isinstance(method, str) and method.startswith("tasks/pushNotificationConfig/")
+    kind = draw(st.sampled_from(_PUSH_KINDS if push else _KINDS))
     language = draw(st.sampled_from(LANGUAGES))
     last = draw(st.sampled_from(LAST_EVENT_IDS)) if method == "tasks/resubscribe" else None
     if kind == "valid":

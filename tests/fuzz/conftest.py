@@ -6,8 +6,10 @@ no example database), elsewhere ``dev`` (random, remembering failures in ``.hypo
 minute; ``LLAMON_FUZZ_SCALE=10`` runs ten times as many examples (the long run with 10,000+
 cases per endpoint is ``python -m tests.fuzz.run_long``).
 
-Every test runs twice, through the ``served`` fixture: against the ASGI app in process, and
-against a real ``llamon-agent serve`` process over one keep-alive connection.
+Every test runs three times, through the ``served`` fixture: against the ASGI app in process,
+against a real ``llamon-agent serve`` process over one keep-alive connection, and against the
+ASGI app on PostgreSQL with Redis events (``asgi-pg``, as replicas run; a fresh schema and key
+prefix for the package).
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ import pytest
 from anyio.from_thread import start_blocking_portal
 from hypothesis import HealthCheck, settings
 
+from tests.backends import fresh_schema
+from tests.backends_redis import REDIS_URL, fresh_prefix
 from tests.orchestrator.helpers import serve_app
 from tests.process.conftest import EXAMPLE_TARGET, start_server
 
@@ -45,13 +49,18 @@ def examples(count: int) -> int:
     return max(1, round(count * _SCALE))
 
 
-@pytest.fixture(scope="package", params=["asgi", "uvicorn"])
+@pytest.fixture(scope="package", params=["asgi", "uvicorn", "asgi-pg"])
 def served(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
            ) -> Iterator[Served]:
+    if request.param == "asgi-pg":
+        yield from _in_process_on_postgres(request)
+        return
     folder = tmp_path_factory.mktemp(f"fuzz-{request.param}")
     db = folder / "llamon.sqlite3"
     with pytest.MonkeyPatch.context() as env:
         env.setenv("LLAMON_REVIEWER_TOKEN", TOKEN)
+        # push configs to loopback are accepted, so set, get, list and delete succeed too
+        env.setenv("LLAMON_PUSH_ALLOW_PRIVATE", "1")
         env.setenv("LLAMON_DB", str(db))  # the example app's outbox lives in the server's file
         if request.param == "asgi":
             yield from _in_process(db)
@@ -67,6 +76,24 @@ def _in_process(db: Path) -> Iterator[Served]:
     ) as harness:
         wire = InProcess(portal, harness.http)
         yield Served(wire, Scene(wire, blocking_loans=True), db)
+
+
+def _in_process_on_postgres(request: pytest.FixtureRequest) -> Iterator[Served]:
+    from app.main import AGENTS
+
+    database = str(request.getfixturevalue("postgres_database"))
+    with fresh_schema(database) as url, fresh_prefix() as prefix, \
+            pytest.MonkeyPatch.context() as env, start_blocking_portal() as portal:
+        env.setenv("LLAMON_REVIEWER_TOKEN", TOKEN)
+        env.setenv("LLAMON_PUSH_ALLOW_PRIVATE", "1")
+        env.setenv("LLAMON_DB", url)  # the example app's outbox: the server's database
+        with portal.wrap_async_context_manager(serve_app(
+            AGENTS, db=url, events=f"{REDIS_URL}?prefix={prefix}", reviewer_token=TOKEN,
+            review_wait=0.05,
+        )) as harness:
+            wire = InProcess(portal, harness.http)
+            wire.name = "asgi-pg"  # the fuzz outcomes name the server kind
+            yield Served(wire, Scene(wire, blocking_loans=True), url)
 
 
 def _real_server(db: Path, folder: Path) -> Iterator[Served]:

@@ -32,7 +32,7 @@ AUTH = {"Authorization": f"Bearer {TOKEN}"}
 class Served:
     wire: Wire
     scene: Scene
-    db: Path
+    db: Path | str  # the SQLite file, or the PostgreSQL URL
 
 
 # ----------------------------------------------------------------------------- JSON-RPC
@@ -187,4 +187,52 @@ def decision_case(served: Served, reviews: Reviews, drawn: tuple[Any, str], targ
         if review_id in reviews.pending:
             reviews.pending.remove(review_id)
             reviews.decided.append(review_id)
+    served.scene.healthy()
+
+
+# ----------------------------------------------------------------------------- /contexts/*
+
+#: whose context a ``DELETE /contexts/{id}`` names: one made for it (a task waiting for a
+#: note), the one deleted last, an unknown id, a hostile id, or generated text (the scene's
+#: contexts have random ids no case names)
+CONTEXT_TARGETS = ["fresh", "fresh", "deleted", "unknown", "hostile", "generated"]
+
+
+@dataclass
+class Contexts:
+    """The contexts one run deleted (the scene's own are never named)."""
+
+    deleted: list[str] = field(default_factory=list)
+
+
+def context_case(served: Served, contexts: Contexts, target: str, hostile_id: str,
+                 generated: str, body: bytes | None, stats: Stats) -> None:
+    """One ``DELETE /contexts/{id}``: a context made for it is deleted (200, its task then
+    unknown); any other id is a JSON refusal, never a 5xx."""
+    stats.kinds[target] += 1
+    task: dict[str, Any] | None = None
+    if target == "fresh" or (target == "deleted" and not contexts.deleted):
+        task = served.scene.send([{"kind": "text", "text": "a note to forget"}], "until-done")
+        context_id = task["contextId"]
+    elif target == "deleted":
+        context_id = contexts.deleted[-1]
+    elif target == "unknown":
+        context_id = "0f" * 16
+    elif target == "hostile":
+        context_id = hostile_id
+    else:
+        context_id = generated
+    path = f"/contexts/{quote(context_id, safe='').replace('.', '%2E')}"
+    content = body or b""
+    reply = served.wire.request("DELETE", path, content)
+    answer = check_rest(reply, content, stats, path)
+    if task is not None:
+        assert (reply.status, answer) == (200, {
+            "contextId": context_id, "deletedTasks": 1, "deletedChildContexts": 0}), answer
+        assert served.scene.rpc("tasks/get", {"id": task["id"]})["error"]["code"] == -32001
+        contexts.deleted.append(context_id)
+    elif target in ("deleted", "unknown"):
+        assert (reply.status, answer) == (404, {"detail": "Context not found"}), answer
+    else:  # no such context (the server's own ids are random): refused at the edge, or unknown
+        assert reply.status in (400, 404, 422), f"{reply.status} {answer}\n{path}"
     served.scene.healthy()

@@ -31,7 +31,8 @@ from .conftest import examples
 from .wire import InProcess, Wire, one_connection
 
 REFUSAL = b'{"detail":"unauthorized"}'
-PATHS = [("POST", "/"), ("POST", "/hitl/chat"), ("POST", "/hitl/review"), ("GET", "/x")]
+PATHS = [("POST", "/"), ("POST", "/hitl/chat"), ("POST", "/hitl/review"), ("GET", "/x"),
+         ("DELETE", "/contexts/x")]
 BODY = orjson.dumps(message_send("hello"))
 
 

@@ -6,7 +6,8 @@ aimed at a thread whose email waits for approval; every reply is checked by sche
 (``not_a_server_error``, ``response_schema_conformance``: the documented status codes and
 shapes) and by the suite (JSON, never 5xx). ``POST /reviews/{id}/decision``: decision bodies
 mutated the same way, with the reviewer token (or a wrong one, or none), on reviews that are
-pending, decided or unknown.
+pending, decided or unknown. ``DELETE /contexts/{id}``: contexts made for it, deleted ones,
+unknown, hostile and generated ids, with or without a body.
 """
 
 from __future__ import annotations
@@ -22,9 +23,12 @@ from .checks import every_task_reads_back, new_stats
 from .conftest import examples
 from .drive import (
     AUTHS,
+    CONTEXT_TARGETS,
     REVIEW_TARGETS,
+    Contexts,
     Reviews,
     Served,
+    context_case,
     decision_case,
     hitl_case,
     hitl_cases,
@@ -62,6 +66,21 @@ def test_review_decisions(served: Served) -> None:
     @known
     def one(drawn: tuple[Any, str], target: str, hostile_id: str, auth: str) -> None:
         decision_case(served, reviews, drawn, target, hostile_id, auth, stats)
+
+    one()
+    stats.stored = every_task_reads_back(served.scene.rpc, served.db)
+
+
+def test_context_delete(served: Served) -> None:
+    stats = new_stats(f"DELETE /contexts/{{id}} [{served.wire.name}]")
+    contexts = Contexts()
+
+    @settings(max_examples=examples(60))
+    @given(target=st.sampled_from(CONTEXT_TARGETS), hostile_id=hostile_review_id(),
+           generated=st.text(max_size=300), body=st.one_of(st.none(), st.binary(max_size=64)))
+    @example(target="fresh", hostile_id="x", generated="", body=None)
+    def one(target: str, hostile_id: str, generated: str, body: bytes | None) -> None:
+        context_case(served, contexts, target, hostile_id, generated, body, stats)
 
     one()
     stats.stored = every_task_reads_back(served.scene.rpc, served.db)

@@ -17,6 +17,7 @@ What each family of values is for:
 from __future__ import annotations
 
 import json
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -226,9 +227,15 @@ class Mutation:
 _INSERT_KEYS = ["id", "method", "params", "metadata", "agentId", "interruptId", "taskId",
                 "contextId", "data", "text", "parts", "extra", "__proto__", "\x00", ""]
 #: keys no schema knows: a soft insertion is an ignored extra or an entry of a client object
-_SOFT_KEYS = ["x-extra", "\u202ekey", "\U0001f600", "", "\x00", "a" * 200, "__proto__"]
+_SOFT_KEYS = ["x-extra", "\u202ekey", "\U0001f600", "", "a" * 200, "__proto__"]
 
-_SOFT_STRINGS = [*UNICODE, "a" * 256]
+#: within every limit: NUL is refused in any stored string (docs/limits.md), so it is hostile
+_SOFT_STRINGS = [*(u for u in UNICODE if "\x00" not in u), "a" * 256]
+#: ids a client chooses refuse control characters (docs/limits.md)
+_SOFT_IDS = [u for u in _SOFT_STRINGS if len(u) <= 128 and not any(
+    unicodedata.category(c) in ("Cc", "Cf", "Cs") for c in u)]
+_ID_KEYS = frozenset({"messageId", "taskId", "contextId", "referenceTaskIds", "artifactId",
+                      "pushNotificationConfigId"})
 _SOFT_INTS = [INT64_MAX, INT64_MIN, 0, 2**53 + 1]
 _SOFT_FLOATS = [1.5, -0.0, 1e308, 5e-324]
 
@@ -273,6 +280,8 @@ def mutation(draw: st.DrawFn, tree: Any, values: Callable[[], st.SearchStrategy[
             return Mutation("insert", (*path, draw(st.sampled_from(_SOFT_KEYS))), draw(soft()))
         if isinstance(node, list):
             return None
+        if isinstance(node, str) and any(step in _ID_KEYS for step in path):
+            return Mutation("replace", path, draw(st.sampled_from(_SOFT_IDS)))
         return Mutation("replace", path, draw(_soft_like(node)))
     op = draw(st.sampled_from(["replace", "replace", "insert", "delete"]))
     if op == "insert":

@@ -9,8 +9,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from tests.conftest import send_params
 from tests.orchestrator.helpers import HIGH_RISK, QUESTION_PARTS, review_id_of, serve_loan
+
+#: runs on both backends: in process, and PostgreSQL + Redis as replicas run
+pytestmark = pytest.mark.usefixtures("backend")
 
 
 def _answer(text: str, interrupt_id: str, context_id: str, message_id: str) -> dict[str, Any]:

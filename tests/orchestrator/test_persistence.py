@@ -1,11 +1,15 @@
-"""Reviews and resume points on a SQLite file, across in-process server restarts."""
+"""Reviews and resume points across in-process server restarts, on a SQLite file and on
+PostgreSQL (with Redis events): the ``backend`` fixture's database outlives the servers."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from llamon_agent.human_review import Decision, SQLiteReviewPort
-from llamon_agent.stores.sqlite import connect
+import pytest
+
+from llamon_agent.human_review import Decision
+from llamon_agent.stores.storage import open_storage
+from tests.conftest import durable_db
 from tests.orchestrator.helpers import (
     DRAFT_WITH_COLLATERAL,
     HIGH_RISK,
@@ -19,9 +23,12 @@ from tests.orchestrator.helpers import (
 
 ENDED = {"completed", "failed", "rejected", "canceled"}
 
+#: runs on both backends: in process, and PostgreSQL + Redis as replicas run
+pytestmark = pytest.mark.usefixtures("backend")
+
 
 async def test_a_waiting_review_survives_a_restart_and_approve_completes(tmp_path: Path) -> None:
-    db = str(tmp_path / "llamon.sqlite3")
+    db = durable_db(tmp_path)
     async with serve_loan(db=db) as h:
         task, review_id = await h.to_review()
 
@@ -42,7 +49,7 @@ async def test_a_waiting_review_survives_a_restart_and_approve_completes(tmp_pat
 
 
 async def test_edit_after_a_restart_completes_with_the_edited_answer(tmp_path: Path) -> None:
-    db = str(tmp_path / "llamon.sqlite3")
+    db = durable_db(tmp_path)
     async with serve_loan(db=db) as h:
         task, review_id = await h.to_review()
     async with serve_loan(db=db) as h:
@@ -56,18 +63,15 @@ async def test_edit_after_a_restart_completes_with_the_edited_answer(tmp_path: P
 async def test_a_decision_taken_while_the_server_is_down_is_applied_at_start(
     tmp_path: Path,
 ) -> None:
-    db = str(tmp_path / "llamon.sqlite3")
+    db = durable_db(tmp_path)
     async with serve_loan(db=db) as h:
         task, review_id = await h.to_review()
 
-    conn = connect(db)
-    try:
-        port = SQLiteReviewPort(conn)
+    async with open_storage(db) as down:  # the server's database, while no server runs
+        port = down.reviews
         assert [r.id for r in await port.pending()] == [review_id]
         decided = await port.decide(review_id, Decision("reject", message="서버 중지 중 반려"))
         assert decided.status == "decided"
-    finally:
-        conn.close()
 
     async with serve_loan(db=db) as h:
         done = await h.wait_state(task["id"], ENDED)
@@ -77,14 +81,11 @@ async def test_a_decision_taken_while_the_server_is_down_is_applied_at_start(
 
 
 async def test_an_approval_while_down_completes_with_the_draft(tmp_path: Path) -> None:
-    db = str(tmp_path / "llamon.sqlite3")
+    db = durable_db(tmp_path)
     async with serve_loan(db=db) as h:
         task, review_id = await h.to_review()
-    conn = connect(db)
-    try:
-        await SQLiteReviewPort(conn).decide(review_id, Decision("approve"))
-    finally:
-        conn.close()
+    async with open_storage(db) as down:
+        await down.reviews.decide(review_id, Decision("approve"))
     async with serve_loan(db=db) as h:
         done = await h.wait_state(task["id"], ENDED)
         assert done["status"]["state"] == "completed"
@@ -94,7 +95,7 @@ async def test_an_approval_while_down_completes_with_the_draft(tmp_path: Path) -
 async def test_the_resume_point_survives_a_restart_and_the_answer_continues_to_review(
     tmp_path: Path,
 ) -> None:
-    db = str(tmp_path / "llamon.sqlite3")
+    db = durable_db(tmp_path)
     async with serve_loan(db=db) as h:
         first = await h.send_loan(HIGH_RISK)
         assert first["status"]["state"] == "input-required"
@@ -126,7 +127,7 @@ async def test_the_resume_point_survives_a_restart_and_the_answer_continues_to_r
 
 
 async def test_resume_points_are_per_context(tmp_path: Path) -> None:
-    db = str(tmp_path / "llamon.sqlite3")
+    db = durable_db(tmp_path)
     async with serve_loan(db=db) as h:
         asked = await h.send_loan(HIGH_RISK)
         other = await h.send_loan({"applicant": "Park", "amount": 50000, "income": 20000})
@@ -145,7 +146,7 @@ async def test_resume_points_are_per_context(tmp_path: Path) -> None:
 async def test_cancel_after_a_restart_is_final_and_a_later_decision_does_not_resurrect(
     tmp_path: Path,
 ) -> None:
-    db = str(tmp_path / "llamon.sqlite3")
+    db = durable_db(tmp_path)
     async with serve_loan(db=db) as h:
         task, review_id = await h.to_review()
     async with serve_loan(db=db) as h:

@@ -59,6 +59,7 @@ def failure_text(task: dict[str, Any]) -> str:
     return " ".join(p["text"] for p in task["status"]["message"]["parts"] if p["kind"] == "text")
 
 
+@pytest.mark.usefixtures("backend")
 async def test_a_remote_childs_question_is_forwarded_and_the_answer_resumes_it_remotely(
     launch: Launch, tmp_path: Path
 ) -> None:
@@ -103,6 +104,7 @@ async def test_a_remote_childs_question_is_forwarded_and_the_answer_resumes_it_r
         assert artifact_data(done) == [DRAFT_WITH_COLLATERAL]
 
 
+@pytest.mark.usefixtures("backend")
 async def test_an_unreachable_remote_child_fails_the_task_promptly(tmp_path: Path) -> None:
     url = f"http://127.0.0.1:{_free_port()}"  # nothing listens there
     async with serve_app(loan_agents(url), reviewer_token=TOKEN) as h:
@@ -116,6 +118,7 @@ async def test_an_unreachable_remote_child_fails_the_task_promptly(tmp_path: Pat
         assert await h.reviews() == []
 
 
+@pytest.mark.usefixtures("backend")
 async def test_a_remote_child_that_dies_mid_conversation_fails_the_answer_promptly(
     launch: Launch, tmp_path: Path
 ) -> None:
@@ -133,6 +136,7 @@ async def test_a_remote_child_that_dies_mid_conversation_fails_the_answer_prompt
         assert await h.reviews() == []
 
 
+@pytest.mark.usefixtures("backend")
 async def test_a_remote_child_url_that_is_not_an_a2a_endpoint_fails_the_task(
     launch: Launch, tmp_path: Path
 ) -> None:

@@ -13,12 +13,14 @@ import re
 from pathlib import Path
 from typing import Any, TypedDict
 
+import pytest
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
 
 from llamon_agent import Agent
 from llamon_agent.core.run_context import run_context
 from llamon_agent.human_review import request_review
+from tests.conftest import durable_db
 from tests.orchestrator.helpers import (
     DRAFT_WITH_COLLATERAL,
     TOKEN,
@@ -27,6 +29,9 @@ from tests.orchestrator.helpers import (
 )
 
 TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
+
+#: runs on both backends: in process, and PostgreSQL + Redis as replicas run
+pytestmark = pytest.mark.usefixtures("backend")
 
 
 def assert_closed(review: dict[str, Any], reason: str) -> None:
@@ -127,7 +132,7 @@ async def test_a_task_failed_at_restart_closes_its_review(tmp_path: Path) -> Non
     review (in the same SQLite file) is closed."""
     from app.main import AGENTS
 
-    db = str(tmp_path / "llamon.sqlite3")
+    db = durable_db(tmp_path)
     async with serve_loan(db=db) as h:
         task, review_id = await h.to_review()
     others = [a for a in AGENTS if a.id != "loan"]

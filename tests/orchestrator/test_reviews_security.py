@@ -23,6 +23,9 @@ from tests.orchestrator.helpers import (
 
 UNKNOWN = "00000000-0000-0000-0000-000000000000"
 
+#: runs on both backends: in process, and PostgreSQL + Redis as replicas run
+pytestmark = pytest.mark.usefixtures("backend")
+
 
 @pytest.fixture(autouse=True)
 def _no_env_token(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -130,6 +133,17 @@ async def test_an_unknown_review_is_404() -> None:
         assert (await h.http.get(f"/reviews/{UNKNOWN}", headers=AUTH)).status_code == 404
         response = await h.decide(UNKNOWN, {"type": "approve"})
         assert response.status_code == 404
+
+
+async def test_a_review_id_with_a_nul_byte_is_an_unknown_review() -> None:
+    """PostgreSQL text cannot hold NUL: such an id was a 500 there, a 404 elsewhere."""
+    async with serve_loan() as h:
+        got = await h.http.get("/reviews/ab%00c", headers=AUTH)
+        decided = await h.http.post("/reviews/ab%00c/decision", headers=AUTH,
+                                    json={"type": "approve"})
+        for response in (got, decided):
+            assert (response.status_code, response.json()) == (
+                404, {"detail": "review not found"})
 
 
 async def test_a_review_decided_twice_is_409_and_the_first_decision_stands() -> None:

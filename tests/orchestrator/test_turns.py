@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, TypedDict
 
+import pytest
 from langchain_core.messages import AIMessage, AnyMessage
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
@@ -18,6 +19,9 @@ NOTICE = "담당자가 확인 후 연락드리겠습니다."  # "a person in cha
 FIRST = "What is the case number?"
 SECOND = "Anything else?"
 ENDED = {"completed", "failed", "rejected", "canceled"}
+
+#: runs on both backends: in process, and PostgreSQL + Redis as replicas run
+pytestmark = pytest.mark.usefixtures("backend")
 
 
 class AskState(TypedDict, total=False):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any, TypedDict
 
+import pytest
 from langgraph.graph import END, START, StateGraph
 
 from app.nodes import until_done_graph
@@ -23,6 +24,9 @@ from .helpers import (
 )
 
 REQUEST = "이 서류를 검증해줘"
+
+#: runs on both backends: in process, and PostgreSQL + Redis as replicas run
+pytestmark = pytest.mark.usefixtures("backend")
 
 
 async def test_empty_answer_is_refused_and_the_question_stays() -> None:

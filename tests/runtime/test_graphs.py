@@ -19,6 +19,9 @@ from tests.conftest import assert_valid, serve
 
 from .helpers import question_text, result_data, state_of, status_parts, status_text
 
+#: runs on both backends: in process, and PostgreSQL + Redis as replicas run
+pytestmark = pytest.mark.usefixtures("backend")
+
 
 class State(TypedDict, total=False):
     messages: Annotated[list[AnyMessage], add_messages]

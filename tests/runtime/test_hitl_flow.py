@@ -13,7 +13,7 @@ from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatResult
 
-from tests.conftest import A2AClient, assert_valid, parse_sse, rpc, serve
+from tests.conftest import A2AClient, assert_valid, durable_db, parse_sse, rpc, serve
 
 from .helpers import (
     BIRTHDAY_PARTS,
@@ -314,7 +314,7 @@ async def test_model_raising_leads_to_a_reask_not_failure() -> None:
 
 
 async def test_pending_question_survives_a_restart(tmp_path: Path) -> None:
-    db = str(tmp_path / "x.sqlite3")
+    db = durable_db(tmp_path, "x.sqlite3")
     async with serve([doc_agent()], db=db) as client:
         first = await start(client)
     async with serve([doc_agent()], db=db) as client:
@@ -331,7 +331,7 @@ async def test_pending_question_survives_a_restart(tmp_path: Path) -> None:
 
 
 async def test_reask_state_survives_a_restart(tmp_path: Path) -> None:
-    db = str(tmp_path / "x.sqlite3")
+    db = durable_db(tmp_path, "x.sqlite3")
     async with serve([doc_agent()], db=db) as client:
         await start(client)
         reask = await client.send("모르겠어", context_id=CTX)

@@ -10,8 +10,11 @@ from llamon_agent.human_review import Decision, InMemoryReviewPort, Review
 from llamon_agent.runtime.children import Children
 from llamon_agent.runtime.resumer import Resumer
 from llamon_agent.runtime.tasks import TaskManager
-from llamon_agent.stores.storage import open_storage
+from tests.conftest import on_backend
 from tests.runtime.helpers import doc_agent
+
+#: runs on both backends: in process, and PostgreSQL + Redis as replicas run
+pytestmark = pytest.mark.usefixtures("backend")
 
 
 class _Heard:
@@ -53,8 +56,8 @@ async def test_a_failing_recovery_closes_what_the_start_opened(
         raise RuntimeError("the store is unreachable")
 
     monkeypatch.setattr(Resumer, "recover", failing_recovery)
-    async with open_storage(":memory:") as storage:
-        managers.append(TaskManager([doc_agent()], storage, reviews=port))
+    async with on_backend(reviews=port) as backend:
+        managers.append(backend.manager([doc_agent()]))
         with pytest.raises(RuntimeError, match="the store is unreachable"):
             async with managers[0]:
                 pytest.fail("the manager started")
@@ -68,8 +71,8 @@ async def test_a_failing_recovery_closes_what_the_start_opened(
 async def test_exit_removes_the_review_listener(monkeypatch: pytest.MonkeyPatch) -> None:
     heard = _Heard(monkeypatch)
     port = InMemoryReviewPort()
-    async with open_storage(":memory:") as storage:
-        async with TaskManager([doc_agent()], storage, reviews=port):
+    async with on_backend(reviews=port) as backend:
+        async with backend.manager([doc_agent()]):
             while_running = await _decide_one(port, "t1")
         await _decide_one(port, "t2")
     assert heard.reviews == [while_running]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, TypedDict
 
+import pytest
 from langchain_core.messages import AnyMessage
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
@@ -25,6 +26,9 @@ from .helpers import (
 )
 
 REQUEST = "이 서류를 검증해줘"
+
+#: runs on both backends: in process, and PostgreSQL + Redis as replicas run
+pytestmark = pytest.mark.usefixtures("backend")
 
 
 async def test_context_only_answer_resumes_the_waiting_task() -> None:

@@ -22,10 +22,8 @@ from llamon_agent.core.principal import (
     split_key,
 )
 from llamon_agent.errors import TaskNotFoundError
-from llamon_agent.runtime.tasks import TaskManager
 from llamon_agent.stores.sqlite import SQLiteTaskStore, connect
-from llamon_agent.stores.storage import open_storage
-from tests.conftest import send_params
+from tests.conftest import durable_db, on_backend, send_params
 
 from .helpers import DOC_QUESTION, doc_agent
 
@@ -50,9 +48,10 @@ def test_keys_are_unique_per_space_and_cannot_be_forged() -> None:
         Principal("")
 
 
+@pytest.mark.usefixtures("backend")
 async def test_two_callers_with_one_context_id_hold_two_conversations() -> None:
     alice, bob = space_of("alice"), space_of("bob")
-    async with open_storage(":memory:") as storage, TaskManager([doc_agent()], storage) as m:
+    async with on_backend() as backend, backend.manager([doc_agent()]) as m:
         first = await m.send(params("이 서류를 검증해줘", context_id="case-123"), space=alice)
         # an authenticated caller's graph asks with state["thread_id"]: the client's own id
         assert first.status.state == "input-required", first.status
@@ -103,10 +102,12 @@ async def test_an_older_file_opens_and_its_rows_belong_to_anonymous(tmp_path: Pa
         again.close()
 
 
+@pytest.mark.usefixtures("backend")
 async def test_a_new_callers_task_is_stored_under_its_space(tmp_path: Path) -> None:
-    db = str(tmp_path / "spaces.sqlite3")
     alice = space_of("alice")
-    async with open_storage(db) as storage, TaskManager([doc_agent()], storage) as m:
+    async with on_backend(durable_db(tmp_path, "spaces.sqlite3")) as backend, \
+            backend.manager([doc_agent()]) as m:
+        storage = backend.storage
         task = await m.send(params("이 서류를 검증해줘", context_id="case-123"), space=alice)
         assert await storage.tasks.count_in_state(alice, "input-required") == 1
         assert await storage.tasks.count_in_state(ANONYMOUS, "input-required") == 0

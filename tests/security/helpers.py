@@ -19,7 +19,7 @@ from langgraph.graph.message import add_messages
 
 from llamon_agent import Agent, create_app
 from llamon_agent.runtime.tasks import TaskManager
-from tests.conftest import A2AClient, assert_valid
+from tests.conftest import A2AClient, assert_valid, served_on
 
 KEYS = {"alice": "key-a", "bob": "key-b"}
 ALICE = {"X-API-Key": "key-a"}
@@ -41,8 +41,10 @@ class Pair:
 
 @asynccontextmanager
 async def two_principals(agents: Sequence[Agent], **kwargs: Any) -> AsyncIterator[Pair]:
-    """``create_app(agents, api_keys=KEYS, db=":memory:", **kwargs)`` with one client per key."""
-    kwargs.setdefault("db", ":memory:")
+    """``create_app(agents, api_keys=KEYS, **kwargs)`` with one client per key; storage and
+    events are the ``backend`` fixture's when the test uses it, else in memory."""
+    for name, value in served_on().items():
+        kwargs.setdefault(name, value)
     app = create_app(list(agents), api_keys=KEYS, **kwargs)
     async with LifespanManager(app) as manager:
         transport = httpx.ASGITransport(app=manager.app)

@@ -5,12 +5,17 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from app.assistant import email_assistant
 from app.outbox import Outbox
 from llamon_agent.core.principal import context_key, space_of
 from tests.conftest import rpc, send_params
 from tests.security.helpers import two_principals
 from tests.tool_review.helpers import SEED_REQUEST
+
+#: runs on both backends: in process, and PostgreSQL + Redis as replicas run
+pytestmark = pytest.mark.usefixtures("backend")
 
 
 def _decisions_message(task: dict[str, Any]) -> dict[str, Any]:

@@ -51,6 +51,9 @@ SECRET = "my passport no. M1234567"
 BOB_REQUEST = "Send an email to bob@example.com about Lunch: See you at noon."
 ATTACKER_ARGS = {"to": "attacker@evil.example", "subject": "x", "body": "y"}
 
+#: runs on both backends: in process, and PostgreSQL + Redis as replicas run
+pytestmark = pytest.mark.usefixtures("backend")
+
 
 @pytest.fixture
 async def pair() -> Any:
@@ -188,8 +191,7 @@ async def test_another_principals_task_id_is_an_unknown_task(pair: Pair, name: s
     before = await snapshot(pair.alice, alice_task["id"])
 
     error = await assert_unknown_to(pair.bob, TASK_CALLS[name], alice_task["id"])
-    expected = -32003 if name.startswith("pushNotificationConfig") else -32001
-    assert error["error"]["code"] == expected
+    assert error["error"]["code"] == -32001
 
     # nothing of alice's changed: not answered, not canceled, no new event
     assert await snapshot(pair.alice, alice_task["id"]) == before

@@ -133,6 +133,7 @@ async def test_the_middleware_reads_the_principal_authentication_left() -> None:
 # ---------------------------------------------------------------- the request rate over HTTP
 
 
+@pytest.mark.usefixtures("backend")
 async def test_quotas_are_off_by_default() -> None:
     assert Quotas() == Quotas.from_settings(Settings.from_env({}))
     async with serve(AGENTS) as client:
@@ -141,6 +142,7 @@ async def test_quotas_are_off_by_default() -> None:
             assert body["error"]["code"] == -32001
 
 
+@pytest.mark.usefixtures("backend")
 async def test_over_the_rate_is_429_with_retry_after_and_nothing_is_stored() -> None:
     quotas = Quotas(requests_per_second=SLOW, burst=2)
     async with serve_app(AGENTS, quotas=quotas) as harness:
@@ -164,6 +166,7 @@ async def test_over_the_rate_is_429_with_retry_after_and_nothing_is_stored() -> 
         assert await harness.manager._store.latest_in_context("rl-2") is None
 
 
+@pytest.mark.usefixtures("backend")
 async def test_each_principal_has_its_own_request_rate() -> None:
     async with two_principals(AGENTS, quotas=Quotas(requests_per_second=SLOW, burst=1)) as pair:
         assert (await pair.alice.call("tasks/get", {"id": "t"}))["error"]["code"] == -32001
@@ -261,6 +264,7 @@ async def test_no_stream_quota_counts_nothing() -> None:
     assert quota._open == {}
 
 
+@pytest.mark.usefixtures("backend")
 async def test_one_stream_over_the_quota_is_one_error_event_and_nothing_is_stored() -> None:
     gate = Gate()
     quotas = Quotas(max_streams=1)
@@ -392,6 +396,7 @@ def test_the_cli_refuses_a_non_positive_rate(
     assert "--quota-rate: must be more than 0" in capsys.readouterr().err
 
 
+@pytest.mark.usefixtures("backend")
 async def test_an_http_client_sees_no_retry_after_below_the_rate() -> None:
     async with serve(AGENTS, quotas=Quotas(requests_per_second=1000)) as client:
         response: httpx.Response = await client.http.post("/", json=rpc("tasks/get", {"id": "t"}))
@@ -402,6 +407,7 @@ async def test_an_http_client_sees_no_retry_after_below_the_rate() -> None:
 # ---------------------------------------------------------------- tasks waiting for input
 
 
+@pytest.mark.usefixtures("backend")
 async def test_the_waiting_tasks_quota_is_per_principal_and_stores_nothing() -> None:
     async with two_principals(AGENTS, quotas=Quotas(max_waiting_tasks=1)) as pair:
         waiting = await pair.alice.send("이 서류를 검증해줘", context_id="w-1")

@@ -105,6 +105,9 @@ async def test_save_then_get_returns_every_field(backend: Backend) -> None:
     assert got == stored
     assert got is not None and got.stored_bytes > 0
     assert await backend.tasks.get("no-such-task") is None
+    # an id no store can hold (PostgreSQL text has no NUL) is unknown too, not an error
+    assert await backend.tasks.get("t1\x00") is None
+    assert await backend.tasks.latest_in_context("alice\x1fc\x00") is None
 
 
 async def test_reads_are_fresh_objects(backend: Backend) -> None:

@@ -19,6 +19,9 @@ from tests.tool_review.helpers import Rest, rest_server, tool_messages
 TWO_REVIEWS = "Send an email to Alice and bob@example.com re Lunch"
 INTERRUPT_ID = re.compile(r"^[0-9a-f]{32}$")
 
+#: runs on both backends: in process, and PostgreSQL + Redis as replicas run
+pytestmark = pytest.mark.usefixtures("backend")
+
 
 @pytest.fixture
 async def rest() -> Any:
@@ -35,7 +38,7 @@ async def review(rest: Rest, thread: str, decisions: list[dict[str, Any]],
 def turn(response: httpx.Response) -> dict[str, Any]:
     assert response.status_code == 200, response.text
     body: dict[str, Any] = response.json()
-    assert list(body) == ["thread_id", "reply", "pending_review", "interrupt_id", "messages"]
+    assert list(body) == ["thread_id", "reply", "pending_review", "interrupt_id", "expires_at", "messages"]
     return body
 
 

@@ -17,7 +17,7 @@ from llamon_agent.errors import (
     ReviewPendingError,
 )
 from llamon_agent.runtime.tasks import TaskManager
-from llamon_agent.stores.storage import open_storage
+from tests.conftest import on_backend
 from tests.tool_review.helpers import (
     MESSAGES,
     SEED_PAYLOAD,
@@ -26,6 +26,9 @@ from tests.tool_review.helpers import (
     edit,
     payload,
 )
+
+#: runs on both backends: in process, and PostgreSQL + Redis as replicas run
+pytestmark = pytest.mark.usefixtures("backend")
 
 
 @pytest.fixture
@@ -37,9 +40,7 @@ async def outbox() -> AsyncIterator[Outbox]:
 
 @pytest.fixture
 async def manager(outbox: Outbox) -> AsyncIterator[TaskManager]:
-    async with open_storage(":memory:") as storage, TaskManager(
-        [email_assistant(outbox)], storage
-    ) as running:
+    async with on_backend() as backend, backend.manager([email_assistant(outbox)]) as running:
         yield running
 
 
@@ -62,7 +63,7 @@ async def test_send_message_and_submit_review(manager: TaskManager, outbox: Outb
     assert done.reply == "Sent an email to alice@example.com with subject 'Meeting'."
     assert done.to_dict() == {
         "thread_id": turn.thread_id, "reply": done.reply, "pending_review": None,
-        "interrupt_id": None, "messages": done.messages,
+        "interrupt_id": None, "expires_at": None, "messages": done.messages,
     }
     assert [r["thread_id"] for r in outbox.rows()] == [turn.thread_id]
 

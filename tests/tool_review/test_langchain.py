@@ -18,6 +18,9 @@ from llamon_agent import Agent
 from tests.conftest import serve
 from tests.tool_review.helpers import EDITED_ARGS, SEED_ARGS, SEED_REQUEST, TWO_REQUEST, Rest, edit
 
+#: runs on both backends: in process, and PostgreSQL + Redis as replicas run
+pytestmark = pytest.mark.usefixtures("backend")
+
 LC_DESCRIPTION = (
     "Tool execution requires approval\n\nTool: send_email\n"
     "Args: {'to': 'alice@example.com', 'subject': 'Meeting', 'body': 'The meeting is at 10.'}"

@@ -31,6 +31,9 @@ from tests.tool_review.helpers import (
     tool_messages,
 )
 
+#: runs on both backends: in process, and PostgreSQL + Redis as replicas run
+pytestmark = pytest.mark.usefixtures("backend")
+
 
 @pytest.fixture
 async def rest() -> Any:
@@ -56,7 +59,7 @@ async def _turn(rest: Rest, response: Any) -> dict[str, Any]:
     body = response.json()
     errors = list(_validator(await _openapi(rest), "ChatTurnOut").iter_errors(body))
     assert errors == [], errors
-    assert list(body) == ["thread_id", "reply", "pending_review", "interrupt_id", "messages"]
+    assert list(body) == ["thread_id", "reply", "pending_review", "interrupt_id", "expires_at", "messages"]
     return body
 
 
@@ -464,7 +467,7 @@ async def test_openapi_document_describes_both_endpoints(rest: Rest) -> None:
     assert schemas["ReviewRequest"]["properties"]["decisions"]["minItems"] == 1
     assert schemas["ChatRequest"]["required"] == ["message"]
     assert set(schemas["ChatTurnOut"]["properties"]) == {
-        "thread_id", "reply", "pending_review", "interrupt_id", "messages"
+        "thread_id", "reply", "pending_review", "interrupt_id", "expires_at", "messages"
     }
     request = _validator(document, "ReviewRequest")
     assert request.is_valid({"thread_id": "T", "decisions": [{"type": "reject", "message": "x"}]})

@@ -42,6 +42,7 @@ def test_an_edit_with_unstorable_arguments_is_refused(bad: Any) -> None:
     assert raised.value.field == "decisions[0].edited_action.args"
 
 
+@pytest.mark.usefixtures("backend")
 async def test_the_python_api_refuses_it_and_sends_nothing(outbox: Outbox) -> None:
     async with serve_app([email_assistant(outbox)]) as harness:
         chat = ReviewedChatUseCase(harness.manager)
@@ -73,6 +74,7 @@ async def test_a_storable_call_still_runs(outbox: Outbox) -> None:
     assert [status for _, status, _ in tool_results(result["messages"])] == ["success"]
 
 
+@pytest.mark.usefixtures("backend")
 async def test_the_servers_own_limits_apply_to_edits_and_tool_calls(outbox: Outbox) -> None:
     """A server configured with larger limits than the defaults accepts an edit within them:
     the checks before the tool runs use the server's limits, not the defaults."""
