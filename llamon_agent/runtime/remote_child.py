@@ -63,28 +63,17 @@ class RemoteChild:
             return await self._send(message)
         return streamed
 
-    async def cancel(self, task_id: str) -> None:
-        """``tasks/cancel`` of the child's task, bounded like a blocking send; a failure is
-        logged (a task that already ended is not one)."""
+    async def cancel(self, task_id: str, within: float | None = None) -> None:
+        """``tasks/cancel`` of the child's task, bounded by ``within`` (default: like a
+        blocking send); a failure is logged (a task that already ended is not one)."""
+        bound = self._limits.send if within is None else within
         try:
-            async with asyncio.timeout(self._limits.send):
+            async with asyncio.timeout(bound):
                 await self._client.cancel(task_id)
         except (RemoteTaskNotCancelableError, RemoteTaskNotFoundError) as exc:
             log.debug("%s: task %s not canceled: %s", self.name, task_id, exc)
         except (A2AClientError, TimeoutError) as exc:
-            reason = self._reason(exc, self._limits.send)
-            log.warning("%s: task %s not canceled: %s", self.name, task_id, reason)
-
-    async def _abandon(self, task_id: str) -> None:
-        """Cancel the task of a child the parent stopped waiting for: best effort, bounded by
-        ``connect`` (the parent's failure waits for it), logged when it fails."""
-        try:
-            async with asyncio.timeout(self._limits.connect):
-                await self._client.cancel(task_id)
-        except (RemoteTaskNotCancelableError, RemoteTaskNotFoundError) as exc:
-            log.debug("%s: task %s not canceled: %s", self.name, task_id, exc)
-        except (A2AClientError, TimeoutError) as exc:
-            reason = self._reason(exc, self._limits.connect)
+            reason = self._reason(exc, bound)
             log.warning("%s: task %s not canceled: %s", self.name, task_id, reason)
 
     async def _stream(self, message: Message, on_task: Callable[[str], None]) -> Task:
@@ -100,9 +89,9 @@ class RemoteChild:
                 raise _NotStreaming from exc
             raise self._failed(exc, self._limits.quiet, started=True) from exc
         except (A2AClientError, TimeoutError) as exc:
-            if task_id is not None:  # the parent gives up: the child's task must not go on
-                await events.aclose()
-                await self._abandon(task_id)
+            if task_id is not None:  # the parent gives up: the child's task must not go on,
+                await events.aclose()  # asked within ``connect``: the parent's failure waits
+                await self.cancel(task_id, within=self._limits.connect)
             raise self._failed(exc, self._limits.quiet, started=task_id is not None) from exc
         finally:
             await events.aclose()

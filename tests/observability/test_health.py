@@ -6,12 +6,16 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
+import pytest
 from asgi_lifespan import LifespanManager
 from langgraph.checkpoint.memory import InMemorySaver
 
 from llamon_agent import Agent, create_app
 from llamon_agent.stores.memory import InMemoryTaskStore
 from tests.conftest import serve
+
+#: runs on both backends: in process, and PostgreSQL + Redis as replicas run
+pytestmark = pytest.mark.usefixtures("backend")
 
 NOT_STARTED = {"status": "unavailable", "reason": "starting: storage and recovery not done"}
 

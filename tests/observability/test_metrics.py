@@ -21,6 +21,9 @@ from tests.orchestrator.helpers import AUTH, HIGH_RISK, serve_loan
 from .conftest import scrape
 from .series import parse_metrics, route_methods, unfixed_labels, value
 
+#: runs on both backends: in process, and PostgreSQL + Redis as replicas run
+pytestmark = pytest.mark.usefixtures("backend")
+
 ASK = "이 서류를 검증해줘"
 
 
