@@ -40,6 +40,7 @@ from typing import Any
 from psycopg.rows import tuple_row
 from psycopg_pool import AsyncConnectionPool
 
+from ..core.background import stop_task
 from ..runtime.claims import Claim, ClaimTaken
 
 __all__ = ["LostClaim", "PostgresClaims"]
@@ -114,10 +115,8 @@ class PostgresClaims:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        if self._heartbeat is not None:
-            self._heartbeat.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._heartbeat
+        if self._heartbeat is not None:  # its wait_for may swallow one cancel (Python 3.11)
+            await stop_task(self._heartbeat)
             self._heartbeat = None
         if self._cleanups:
             await asyncio.gather(*self._cleanups, return_exceptions=True)

@@ -11,11 +11,11 @@ attempts in flight: their claims lapse and another server, or the next start, tr
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from types import TracebackType
 
+from ..core.background import stop_task
 from ..core.clock import Clock
 from ..stores.push_base import Delivery, DeliveryKey, Outcome, PushStore
 from .guard import Destination, WebhookRefused
@@ -53,11 +53,8 @@ class PushDispatcher:
     async def __aexit__(self, exc_type: type[BaseException] | None,
                         exc: BaseException | None, tb: TracebackType | None) -> None:
         self._open = False
-        for task in list(self._running):
-            task.cancel()
-        for task in list(self._running):
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        # an attempt's database call may swallow one cancel (Python 3.11's wait_for)
+        await asyncio.gather(*(stop_task(task) for task in list(self._running)))
         await self._sender.__aexit__(exc_type, exc, tb)
 
     def free(self) -> int:

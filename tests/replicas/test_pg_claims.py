@@ -36,11 +36,24 @@ class FlakyPool:
         #: the next statement waits for this event before it runs; ``paused`` is set meanwhile
         self.pause_next: asyncio.Event | None = None
         self.paused = asyncio.Event()
+        #: the next statement waits until cancelled and swallows that cancel, as psycopg_pool's
+        #: ``wait_for`` can on Python 3.11; ``swallowing`` is set while it waits
+        self.lose_next_cancel = False
+        self.swallowing = asyncio.Event()
+        self.lost = 0
 
     @asynccontextmanager
     async def connection(self) -> AsyncIterator[Any]:
         if self.down:
             raise psycopg.OperationalError("the database is away (test)")
+        if self.lose_next_cancel:
+            self.lose_next_cancel = False
+            self.swallowing.set()
+            try:
+                await asyncio.Event().wait()
+            except asyncio.CancelledError:
+                self.lost += 1  # the caller goes on as if the call had failed
+            raise psycopg.OperationalError("a cancel was lost (test)")
         if self.pause_next is not None:
             gate, self.pause_next = self.pause_next, None
             self.paused.set()
@@ -285,6 +298,25 @@ async def test_leaving_deletes_the_claims_still_held_and_only_them(postgres_url:
         assert (await b.held("s:c1"), await b.held("s:c3")) == (False, False)
         with pytest.raises(RuntimeError, match="not running"):
             await a.acquire("s:c5")
+
+
+async def test_leaving_ends_the_heartbeat_although_it_lost_a_cancel(postgres_url: str) -> None:
+    """Before, one lost cancel left the heartbeat running and leaving waited for it forever
+    (a CI run hung here for 300 s)."""
+    async with open_pool(postgres_url) as pool:
+        flaky = FlakyPool(pool)
+
+        async def body() -> None:
+            async with PostgresClaims(flaky, lease=LEASE) as claims:
+                await claims.acquire("s:c1")
+                flaky.lose_next_cancel = True
+                await flaky.swallowing.wait()  # the heartbeat's renewal is inside the call
+
+        running = asyncio.ensure_future(body())
+        await asyncio.wait({running}, timeout=5)  # from outside: a lost cancel eats timeouts
+        assert running.done(), "leaving waited for the heartbeat forever"
+        running.result()
+        assert flaky.lost == 1
 
 
 async def test_release_and_exit_without_the_database_do_not_raise(postgres_url: str) -> None:
