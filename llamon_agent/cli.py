@@ -12,6 +12,7 @@ import math
 import os
 import sys
 from collections.abc import Mapping, Sequence
+from importlib.metadata import version as package_version
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -202,6 +203,9 @@ _LIMIT_HELP = {
 
 def _parser(settings: Settings) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="llamon-agent", description=__doc__)
+    parser.add_argument("--version", action="version",
+                        version=f"llamon-agent {package_version('llamon-agent')}",
+                        help="print the installed release and exit")
     commands = parser.add_subparsers(dest="command", required=True)
     serve_cmd = commands.add_parser("serve", help="serve agents over A2A (JSON-RPC at /)")
     serve_cmd.add_argument("target", nargs="?", default=DEFAULT_TARGET,
