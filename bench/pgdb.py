@@ -17,12 +17,16 @@ counted apart: they work for every database of the cluster.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+import signal
 import threading
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import FrameType
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from bench.procs import cpu_ticks
@@ -165,3 +169,22 @@ class PostgresCpu:
     @property
     def backends(self) -> int:
         return len(self._backends)
+
+
+def write_results(name: str, title: str, text: str, data: dict[str, Any]) -> None:
+    """Print the table and write it (``bench/results/NAME.md``) with the raw numbers (``.json``)."""
+    results = Path(__file__).resolve().parent / "results"
+    print()
+    print(text)
+    results.mkdir(exist_ok=True)
+    (results / f"{name}.md").write_text(f"# {title}\n\n{text}")
+    (results / f"{name}.json").write_text(json.dumps(data, indent=1, default=str))
+    print(f"written to bench/results/{name}.md and .json ({data['seconds']:.0f} s)")
+
+
+def stop_on_sigterm() -> None:
+    """SIGTERM stops a run as Ctrl-C does: its servers stop and its database is dropped."""
+    def interrupt(_signum: int, _frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, interrupt)

@@ -20,11 +20,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import importlib.metadata as md
-import json
 import math
 import os
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
@@ -34,7 +32,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 BENCH = Path(__file__).resolve().parent
@@ -42,7 +39,14 @@ ROOT = BENCH.parent
 sys.path.insert(0, str(ROOT))
 
 from bench import hitl_client as hc  # noqa: E402
-from bench.pgdb import ADMIN_URL, PostgresCpu, fresh_database, setting  # noqa: E402
+from bench.pgdb import (  # noqa: E402
+    ADMIN_URL,
+    PostgresCpu,
+    fresh_database,
+    setting,
+    stop_on_sigterm,
+    write_results,
+)
 from bench.procs import (  # noqa: E402
     ServerProcess,
     log_summary,
@@ -360,19 +364,9 @@ def main() -> None:
                   f"each (server {r['server_cpu_ms']:.2f}, PostgreSQL {r['pg_backend_cpu_ms']:.2f}"
                   f" + {r['pg_background_cpu_ms']:.2f}), errors {r['errors']}", flush=True)
     data["seconds"] = time.monotonic() - started
-    text = report(data)
-    print()
-    print(text)
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / f"{s.name}.md").write_text(f"# PostgreSQL HITL benchmark\n\n{text}")
-    (RESULTS / f"{s.name}.json").write_text(json.dumps(data, indent=1, default=str))
-    print(f"written to bench/results/{s.name}.md and .json ({data['seconds']:.0f} s)")
-
-
-def _interrupt(_signum: int, _frame: FrameType | None) -> None:
-    raise KeyboardInterrupt  # SIGTERM too stops the server and drops the database
+    write_results(s.name, "PostgreSQL HITL benchmark", report(data), data)
 
 
 if __name__ == "__main__":
-    signal.signal(signal.SIGTERM, _interrupt)
+    stop_on_sigterm()
     main()

@@ -17,15 +17,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import math
 import os
 import shutil
-import signal
 import sys
 import time
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 BENCH = Path(__file__).resolve().parent
@@ -40,6 +37,8 @@ from bench.pgdb import (  # noqa: E402
     database_bytes,
     fresh_database,
     setting,
+    stop_on_sigterm,
+    write_results,
 )
 from bench.procs import (  # noqa: E402
     ServerProcess,
@@ -217,19 +216,9 @@ def main() -> None:
                              "postgresql": setting(ADMIN_URL, "server_version"),
                              "autovacuum": setting(ADMIN_URL, "autovacuum"),
                              "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}})
-    text = report(data)
-    print()
-    print(text)
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / f"{s.name}.md").write_text(f"# Waiting tasks on PostgreSQL\n\n{text}")
-    (RESULTS / f"{s.name}.json").write_text(json.dumps(data, indent=1, default=str))
-    print(f"written to bench/results/{s.name}.md and .json ({data['seconds']:.0f} s)")
-
-
-def _interrupt(_signum: int, _frame: FrameType | None) -> None:
-    raise KeyboardInterrupt  # SIGTERM too stops the server and drops the database
+    write_results(s.name, "Waiting tasks on PostgreSQL", report(data), data)
 
 
 if __name__ == "__main__":
-    signal.signal(signal.SIGTERM, _interrupt)
+    stop_on_sigterm()
     main()

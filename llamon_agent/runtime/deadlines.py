@@ -17,7 +17,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from ..a2a.types import DataPart, Message, Part, TextPart
-from ..core.clock import iso
+from ..core.clock import iso, parse_iso
 from ..core.deadlines import AnswerWith, Cancel, Deadline, Reject
 from ..core.hitl import INTERRUPT_ID
 from ..core.hitl_graph import public_payload
@@ -128,8 +128,7 @@ def draft_expires_at(review: Review, deadline: Deadline | None) -> str | None:
     submission), in wire form; ``None`` without a deadline or once it is not pending."""
     if deadline is None or review.status != "pending":
         return None
-    created = datetime.fromisoformat(review.created.replace("Z", "+00:00"))
-    return iso(created + timedelta(seconds=deadline.seconds))
+    return iso(parse_iso(review.created) + timedelta(seconds=deadline.seconds))
 
 
 class DraftDeadlineJob:

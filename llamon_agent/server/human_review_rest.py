@@ -112,8 +112,9 @@ def review_routes(
             return body
         decision = Decision(type=body.type, edited=body.edited, message=body.message, by=name)
         review_id = request.path_params["review_id"]
-        try:
-            expires_at = draft_expires_at(await port_of(request).get(review_id), deadline)
+        try:  # the review is read first only when drafts have a deadline
+            pending = await port_of(request).get(review_id) if deadline is not None else None
+            expires_at = draft_expires_at(pending, deadline) if pending is not None else None
             if expires_at is not None and expires_at <= iso(clock()):
                 return _json({"detail": "review expired: its deadline passed, so the "
                                         "deadline's action is taken instead",
