@@ -1,5 +1,6 @@
 """``llamon-agent serve [MODULE:ATTR] [--host] [--port] [--db] [--card] [limits...]``;
-``llamon-agent prune --older-than 30d [--dry-run] [--db URL]``."""
+``llamon-agent prune --older-than 30d [--dry-run] [--db URL]``;
+``llamon-agent chat URL [--agent ID] [--context ID] [--api-key KEY]``."""
 
 from __future__ import annotations
 
@@ -8,10 +9,11 @@ import dataclasses
 import functools
 import importlib
 import importlib.util
-import math
+import inspect
 import os
+import reprlib
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from importlib.metadata import version as package_version
 from pathlib import Path
 from typing import Any
@@ -20,8 +22,9 @@ from urllib.parse import urlsplit
 from .agent import Agent
 from .auth import CredentialConfigError, parse_file
 from .backends.events_url import parse_events_url
+from .chat.command import add_chat_command, run_chat
 from .core.bounds import Limits
-from .prune import add_prune_command, duration, run_prune
+from .prune import add_prune_command, run_prune
 from .server.app import create_app
 from .server.exposure import check_exposure
 from .server.logs import LOG_FORMATS, configure_logging, log_level
@@ -33,12 +36,13 @@ from .server.serve import (
     DEFAULT_REQUEST_TIMEOUT,
     ServeOptions,
     serve,
+    serve_reloading,
     serve_workers,
 )
-from .settings import DEFAULT_DB, Settings
+from .settings import DEFAULT_TARGET, OPTIONS, Option, Settings
 from .stores.url import parse_database_url
 
-DEFAULT_TARGET = "app.main:AGENTS"
+__all__ = ["DEFAULT_TARGET", "build_app", "main", "settings_from_env"]
 
 
 def _load(target: str) -> Any:
@@ -82,8 +86,9 @@ def build_app(
     if isinstance(obj, Agent):
         obj = [obj]
     if isinstance(obj, (list, tuple)):
-        if not obj or not all(isinstance(a, Agent) for a in obj):
-            raise SystemExit(f"error: {target} must be a list of Agent objects or an ASGI app")
+        refusal = _not_agents(obj)
+        if refusal is not None:
+            raise SystemExit(f"error: {target} is {refusal}: {_SERVABLE}")
         card_path = card if card is not None else ("agent-card.json" if Path("agent-card.json").is_file() else None)
         try:
             return create_app(
@@ -93,40 +98,75 @@ def build_app(
             )
         except (CredentialConfigError, ImportError) as exc:  # one line, never a secret
             raise SystemExit(f"error: {exc}") from None
-    if not callable(obj):
-        raise SystemExit(f"error: {target} is neither a list of Agents nor an ASGI app")
+    refusal = _not_asgi(obj)
+    if refusal is not None:
+        raise SystemExit(f"error: {target} is {refusal}: {_SERVABLE}")
     if api_keys is not None or extended_card is not None:
         raise SystemExit(f"error: {target} is an ASGI app: --api-keys and --extended-card apply "
                          "to a list of Agents; pass them to create_app in your own app")
     return obj
 
 
-def _positive_int(text: str) -> int:
+_SERVABLE = ("expected a list of Agents or an ASGI app (async, called with scope, receive, "
+             "send)")
+
+
+def _not_agents(items: list[Any] | tuple[Any, ...]) -> str | None:
+    """What is wrong with a list that should hold Agents, or ``None``."""
+    kind = type(items).__name__
+    if not items:
+        return f"an empty {kind}"
+    for index, item in enumerate(items):
+        if not isinstance(item, Agent):
+            return f"a {kind} whose item {index} is {_a_value(item)}"
+    return None
+
+
+def _not_asgi(obj: Any) -> str | None:
+    """What keeps ``obj`` from being an ASGI app (an async callable taking scope, receive and
+    send), or ``None``; uvicorn would only fail at the first request."""
+    if inspect.isclass(obj):
+        return f"the class {obj.__qualname__}"
+    if inspect.isfunction(obj) or inspect.ismethod(obj) or isinstance(obj, functools.partial):
+        name = getattr(obj, "__qualname__", type(obj).__name__)
+        described = f"the function {name}{_signature(obj)}"
+        if not inspect.iscoroutinefunction(obj):
+            return described + ", not async"
+        return None if _takes_three(obj) else described
+    if not callable(obj):
+        if type(obj).__module__ == "builtins":  # a number, a string, a dict: show it
+            return _a_value(obj)
+        return f"{_article(type(obj).__name__)}, which cannot be called"
+    described = f"{_article(type(obj).__name__)} whose __call__{_signature(obj.__call__)}"
+    if not inspect.iscoroutinefunction(obj.__call__):
+        return described + " is not async"
+    return None if _takes_three(obj.__call__) else described
+
+
+def _signature(function: Any) -> str:
     try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
+        return str(inspect.signature(function))
+    except (TypeError, ValueError):  # a builtin without one
+        return "(...)"
 
 
-def _more_than_zero(text: str, unit: str) -> float:
+def _takes_three(function: Any) -> bool:
     try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected {unit or 'a number'}, got {text!r}") from None
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"must be more than 0{' ' + unit if unit else ''}, got {text}")
-    return value
+        inspect.signature(function).bind(None, None, None)
+    except TypeError:
+        return False
+    except ValueError:  # no signature to read: let uvicorn call it
+        return True
+    return True
 
 
-def _seconds(text: str) -> float:
-    return _more_than_zero(text, "seconds")
+def _article(name: str) -> str:
+    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
 
 
-def _positive_float(text: str) -> float:
-    return _more_than_zero(text, "")
+def _a_value(obj: Any) -> str:
+    """``an int: 3``: the type and a short repr (the value may be long)."""
+    return f"{_article(type(obj).__name__)}: {reprlib.repr(obj)}"
 
 
 def _api_keys(path: str) -> dict[str, str]:
@@ -134,215 +174,200 @@ def _api_keys(path: str) -> dict[str, str]:
     try:
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise argparse.ArgumentTypeError(f"cannot read the API keys file {path}: {exc}") from None
+        raise ValueError(f"cannot read the API keys file {path}: {exc}") from None
     try:
         return parse_file(text, path)
     except CredentialConfigError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+        raise ValueError(str(exc)) from None
 
 
 def _log_level(text: str) -> str:
-    try:
-        log_level(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-    return text.lower()
+    log_level(text.strip())  # raises ValueError naming the levels
+    return text.strip().lower()
 
 
 def _public_url(text: str) -> str:
-    parts = urlsplit(text)
+    parts = urlsplit(text.strip())
     if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise argparse.ArgumentTypeError(f"expected an absolute http(s) URL, got {text!r}")
-    return text
+        raise ValueError(f"expected an absolute http(s) URL, got {text.strip()!r}")
+    return text.strip()
 
 
 def _database(text: str) -> str:
     """A database setting ``open_storage`` accepts; PostgreSQL only with its extra installed."""
-    try:
-        url = parse_database_url(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+    url = parse_database_url(text.strip())
     if url.kind == "postgres":
         _require_extra("psycopg_pool", "postgres", "PostgreSQL storage needs")
-    return text
+    return text.strip()
 
 
-def _events(text: str | None) -> str | None:
+def _events(text: str) -> str | None:
     """An events setting ``parse_events_url`` accepts; Redis only with its extra installed."""
-    try:
-        url = parse_events_url(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+    url = parse_events_url(text.strip())
     if url.kind == "redis":
         _require_extra("redis", "redis", "Redis events need")
-    return text if url.kind == "redis" else None
+    return text.strip() if url.kind == "redis" else None
 
 
 def _require_extra(module: str, extra: str, what: str) -> None:
     if importlib.util.find_spec(module) is None:
-        raise argparse.ArgumentTypeError(
-            f"{what} the {extra} extra: pip install 'llamon-agent[{extra}]'")
+        raise ValueError(f"{what} the {extra} extra: pip install 'llamon-agent[{extra}]'")
 
 
-#: ``Limits`` fields and what each bounds, for --help (defaults come from ``Limits()``)
-_LIMIT_HELP = {
-    "max_body_bytes": "bytes of one request body (JSON-RPC and REST)",
-    "max_depth": "nesting levels of any one client value (data parts, metadata, tool arguments)",
-    "max_text_chars": "characters of one text part",
-    "max_parts": "parts of one message",
-    "max_data_bytes": "bytes of one data part, metadata object or argument set, as JSON",
-    "max_file_bytes": "characters of one file part's base64 bytes",
-    "max_id_chars": "characters of an id a client chooses (messageId, contextId, taskId, ...)",
-    "max_task_bytes": "bytes one task stores (its row), and of a context's graph state to "
-    "start a new task in it (docs/storage.md)",
-    "max_url_chars": "characters of a push notification config's webhook url",
-    "max_token_chars": "characters of a push notification config's token and credentials",
-    "max_push_configs": "push notification configs of one task",
+#: what the command line checks beyond reading a value (settings.py cannot: these need the
+#: stores, the events backends, the logs, a file); each returns what the option holds, and
+#: a variable that fails one stops the command naming the variable
+_CHECKS: dict[str, Callable[[str], Any]] = {
+    "db": _database,
+    "events": _events,
+    "log_level": _log_level,
+    "public_url": _public_url,
+    "api_keys_file": _api_keys,
 }
+#: defaults that live with what they bound, for settings left unset (``None``)
+_BOUNDS: dict[str, Any] = {
+    "request_timeout": DEFAULT_REQUEST_TIMEOUT,
+    "keep_alive": DEFAULT_KEEP_ALIVE,
+    "max_connections": DEFAULT_MAX_CONNECTIONS,
+    **dataclasses.asdict(Limits()),
+}
+_LIMIT_FIELDS = tuple(field.name for field in dataclasses.fields(Limits))
+_GROUPS = {
+    "connections": "how long and how many connections a client may hold",
+    "edge limits": "bounds on what a client sends (docs/limits.md); a violation is -32602 "
+    "(JSON-RPC) or 422 (REST), a body over --max-body-bytes -32600 or 413",
+    "quotas per principal": "what one authenticated caller may use (docs/operations.md, "
+    "Quotas); off unless set. Without authentication every caller is the one principal "
+    "'anonymous' and shares them",
+    "authentication": "of POST / (JSON-RPC) and /hitl/* (docs/operations.md, Authentication); "
+    "JWT bearer tokens: $LLAMON_JWT_JWKS_URL, $LLAMON_JWT_ISSUER, $LLAMON_JWT_AUDIENCE. "
+    "Without any, every caller is 'anonymous' and the server binds to loopback only",
+}
+_DESCRIPTION = ("Serve LangGraph agents over A2A (JSON-RPC 2.0) with human-in-the-loop "
+                "questions and tool reviews, talk to an agent in the terminal, or prune the "
+                "tasks that ended. Every option also reads an environment variable, named in "
+                "its help; a flag wins over its variable (docs/operations.md, Command line).")
+
+
+def settings_from_env(environ: Mapping[str, str] | None = None) -> Settings:
+    """The settings, with the command line's checks; raises ``ValueError`` naming a variable."""
+    return Settings.from_env(environ, checks=_CHECKS)
+
+
+def _argument(read: Callable[[str], Any]) -> Callable[[str], Any]:
+    """An argparse type: what ``read`` says is wrong becomes argparse's one-line error."""
+
+    def convert(text: str) -> Any:
+        try:
+            return read(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    return convert
+
+
+#: the settings of an empty environment: a value that differs came from a variable
+_BUILT_IN = Settings()
+
+
+def _default(option: Option, settings: Settings) -> Any:
+    value = getattr(settings, option.field)
+    return _BOUNDS.get(option.field) if value is None else value
+
+
+def _help(option: Option, settings: Settings) -> str:
+    """The option's sentence, its variable and the default in force: the variable's value
+    when it is set, else the built-in default (in words when there is none)."""
+    names = " or ".join("$" + name for name in (option.variable, *option.aliases))
+    unit = " " + option.unit if option.unit else ""
+    value = getattr(settings, option.field)
+    default = _default(option, settings)
+    if value != getattr(_BUILT_IN, option.field):
+        shown = f"{names} = {value}{unit}"
+    elif default is None:
+        shown = option.unset
+    elif isinstance(default, bool):
+        shown = "on" if default else "off"
+    else:
+        shown = f"{default}{unit}"
+    return f"{option.help}; env {names} (default: {shown})".replace("%", "%%")
+
+
+class _Switch(argparse.BooleanOptionalAction):
+    """``--FLAG`` / ``--no-FLAG``, without the ``(default: ...)`` argparse would add again."""
+
+    def __init__(self, *args: Any, help: str | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.help = help
+
+
+def _add_options(command: argparse.ArgumentParser, name: str, settings: Settings) -> None:
+    """The options of ``llamon-agent NAME``, from the table ``settings.OPTIONS``."""
+    groups: dict[str, argparse._ArgumentGroup] = {}
+    for option in OPTIONS:
+        if option.flag is None or name not in option.commands:
+            continue
+        where: Any = command
+        if option.group is not None:
+            if option.group not in groups:
+                groups[option.group] = command.add_argument_group(option.group,
+                                                                  _GROUPS[option.group])
+            where = groups[option.group]
+        default = _default(option, settings)
+        described = _help(option, settings)
+        if option.switch:
+            # --no-FLAG too: a variable that turns a switch on can be overruled for one run
+            where.add_argument(option.flag, dest=option.field, default=default,
+                               action=_Switch, help=described)
+        elif not option.flag.startswith("--"):
+            where.add_argument(option.field, metavar=option.flag, nargs="?", default=default,
+                               type=_argument(_CHECKS.get(option.field, option.read)),
+                               help=described)
+        else:
+            where.add_argument(
+                option.flag, dest=option.field, metavar=option.metavar, default=default,
+                type=_argument(_CHECKS.get(option.field, option.read)),
+                choices=LOG_FORMATS if option.field == "log_format" else None,
+                required=option.required and default is None,
+                help=described)
 
 
 def _parser(settings: Settings) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="llamon-agent", description=__doc__)
+    parser = argparse.ArgumentParser(prog="llamon-agent", description=_DESCRIPTION)
     parser.add_argument("--version", action="version",
                         version=f"llamon-agent {package_version('llamon-agent')}",
                         help="print the installed release and exit")
-    commands = parser.add_subparsers(dest="command", required=True)
-    serve_cmd = commands.add_parser("serve", help="serve agents over A2A (JSON-RPC at /)")
-    serve_cmd.add_argument("target", nargs="?", default=DEFAULT_TARGET,
-                           help="MODULE:ATTR naming a list of Agents or an ASGI app "
-                           "(default: %(default)s)")
-    serve_cmd.add_argument("--host", default="127.0.0.1", help="(default: %(default)s)")
-    serve_cmd.add_argument("--port", type=int, default=8000, help="(default: %(default)s)")
-    serve_cmd.add_argument("--db", default=settings.db, type=_database, metavar="URL",
-                           help="where tasks and checkpoints live: a SQLite file (or "
-                           "sqlite:///PATH; one server per file), :memory:, or "
-                           "postgresql://USER@HOST/DATABASE (the postgres extra) (default: "
-                           f"$LLAMON_DATABASE_URL, else $LLAMON_DB, else {DEFAULT_DB})")
-    serve_cmd.add_argument("--events", default=settings.events, type=_events, metavar="URL",
-                           help="where stream events, resubscribe replay and cancel requests "
-                           "travel between replicas: redis://HOST[:PORT][/DB][?prefix=NAME] "
-                           "(the redis extra), or local:// to keep them in the process "
-                           "(default: $LLAMON_EVENTS_URL, else in the process)")
-    serve_cmd.add_argument("--lease", type=_seconds, default=settings.lease, metavar="SECONDS",
-                           help="PostgreSQL: how long a replica's claims on the runs it executes "
-                           "outlive its last heartbeat; a dead replica's runs are taken over "
-                           "after it (default: $LLAMON_LEASE_SECONDS, else %(default)s)")
-    serve_cmd.add_argument("--workers", type=_positive_int, default=settings.workers,
-                           metavar="N", help="server processes sharing the listening socket, "
-                           "each with its own connections and pool; more than one needs a "
-                           "PostgreSQL --db and --events redis://... (default: $LLAMON_WORKERS, "
-                           "else %(default)s)")
-    serve_cmd.add_argument("--card", default=None,
-                           help="agent card JSON (default: ./agent-card.json when present)")
-    public_url = settings.public_url
-    serve_cmd.add_argument("--public-url", type=_public_url, metavar="URL", default=public_url,
-                           help="the endpoint URL the agent card advertises; without it, the "
-                           "local address the connection arrived on, never the Host header "
-                           "(default: $LLAMON_PUBLIC_URL"
-                           + (f" = {public_url.replace('%', '%%')})" if public_url else ", unset)"))
-    serve_cmd.add_argument("--log-level", type=_log_level, default="info", metavar="LEVEL",
-                           help="trace, debug, info, warning, error or critical, for every "
-                           "line of the process (default: %(default)s)")
-    serve_cmd.add_argument("--log-format", choices=LOG_FORMATS, default=settings.log_format,
-                           help="text (for a person) or json (one object a line, for a log "
-                           "pipeline); docs/operations.md, Logs (default: $LLAMON_LOG_FORMAT, "
-                           "else text)")
-    serve_cmd.add_argument("--retention", type=duration, default=settings.retention,
-                           metavar="DURATION", help="delete tasks that ended longer ago than "
-                           "this (30d, 12h, 90m, 45s), with their checkpoints, reviews and "
-                           "events; docs/operations.md, Retention (default: $LLAMON_RETENTION, "
-                           "else off: kept for ever)")
-    serve_cmd.add_argument("--push-allow-private", action="store_true",
-                           default=settings.push_allow_private,
-                           help="allow push notification webhooks on loopback, private and "
-                           "link-local addresses (tests, private networks); docs/operations.md, "
-                           "Push notifications (default: $LLAMON_PUSH_ALLOW_PRIVATE, else off)")
-    _auth_arguments(serve_cmd)
-
-    connections = serve_cmd.add_argument_group("connections")
-    connections.add_argument("--request-timeout", type=_seconds, metavar="SECONDS",
-                             default=DEFAULT_REQUEST_TIMEOUT,
-                             help="time a client has to send a whole request, head and body; "
-                             "then 408 and the connection is closed (default: %(default)s s)")
-    connections.add_argument("--keep-alive", type=_positive_int, metavar="SECONDS",
-                             default=DEFAULT_KEEP_ALIVE,
-                             help="an idle connection is closed after this long between "
-                             "requests (default: %(default)s s)")
-    connections.add_argument("--max-connections", type=_positive_int, metavar="N",
-                             default=DEFAULT_MAX_CONNECTIONS,
-                             help="open connections; one more is answered 503 and closed; keep "
-                             "it below the open-file limit, ulimit -n (default: %(default)s)")
-
-    limits = serve_cmd.add_argument_group(
-        "edge limits", "bounds on what a client sends (docs/limits.md); a violation is -32602 "
-        "(JSON-RPC) or 422 (REST), a body over --max-body-bytes -32600 or 413"
-    )
-    defaults = Limits()
-    for name, text in _LIMIT_HELP.items():
-        limits.add_argument("--" + name.replace("_", "-"), type=_positive_int, metavar="N",
-                            default=getattr(defaults, name),
-                            help=f"{text} (default: %(default)s)")
-
-    quotas = serve_cmd.add_argument_group(
-        "quotas per principal", "what one authenticated caller may use (docs/operations.md, "
-        "Quotas); off unless set. Without authentication every caller is the one principal "
-        "'anonymous' and shares them"
-    )
-    quotas.add_argument("--quota-rate", type=_positive_float, metavar="RPS",
-                        default=settings.quota_rate,
-                        help="requests per second on / (JSON-RPC) and /hitl/*; over it: HTTP "
-                        "429 with Retry-After (default: $LLAMON_QUOTA_RATE, else off)")
-    quotas.add_argument("--quota-burst", type=_positive_int, metavar="N",
-                        default=settings.quota_burst,
-                        help="requests at once after a quiet time (default: $LLAMON_QUOTA_BURST, "
-                        "else one second's worth of --quota-rate)")
-    quotas.add_argument("--quota-streams", type=_positive_int, metavar="N",
-                        default=settings.quota_streams,
-                        help="open message/stream and tasks/resubscribe streams; one more is "
-                        "-32004 (default: $LLAMON_QUOTA_STREAMS, else off)")
-    quotas.add_argument("--quota-waiting-tasks", type=_positive_int, metavar="N",
-                        default=settings.quota_waiting_tasks,
-                        help="tasks waiting for input; a message that would start one more is "
-                        "-32004, HTTP 429 on /hitl (default: $LLAMON_QUOTA_WAITING_TASKS, else "
-                        "off)")
-    add_prune_command(commands, settings, _database)
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
+                                     help="what to run; llamon-agent COMMAND --help for its "
+                                     "options")
+    serve_cmd = commands.add_parser(
+        "serve", help="serve agents over A2A (JSON-RPC at /)",
+        description="Serve a list of Agents (or an ASGI app) over A2A: JSON-RPC 2.0 at POST /, "
+        "the agent card at /.well-known/agent-card.json, human-in-the-loop at /hitl.")
+    _add_options(serve_cmd, "serve", settings)
+    add_prune_command(commands, lambda cmd: _add_options(cmd, "prune", settings))
+    add_chat_command(commands)
     return parser
-
-
-def _auth_arguments(serve_cmd: argparse.ArgumentParser) -> None:
-    group = serve_cmd.add_argument_group(
-        "authentication", "of POST / (JSON-RPC) and /hitl/* (docs/operations.md, "
-        "Authentication); JWT bearer tokens: $LLAMON_JWT_JWKS_URL, $LLAMON_JWT_ISSUER, "
-        "$LLAMON_JWT_AUDIENCE. Without any, every caller is 'anonymous' and the server binds "
-        "to loopback only"
-    )
-    group.add_argument("--api-keys", type=_api_keys, metavar="FILE", default=None,
-                       help="principal=key pairs, one per line ('#' comments); callers send "
-                       "the key as X-API-Key or Authorization: Bearer (default: "
-                       "$LLAMON_API_KEYS, comma-separated pairs)")
-    group.add_argument("--extended-card", metavar="FILE", default=None,
-                       help="agent card JSON served to authenticated callers by "
-                       "agent/getAuthenticatedExtendedCard (needs authentication)")
-    group.add_argument("--allow-unauthenticated", action="store_true",
-                       help="serve on a non-loopback --host without authentication (something "
-                       "in front of the server authenticates); logged at every start")
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     try:
-        settings = Settings.from_env()
+        settings = settings_from_env()
     except ValueError as exc:  # a malformed variable: one line, not a traceback
         raise SystemExit(f"error: {exc}") from None
     args = _parser(settings).parse_args(argv)
     if args.command == "prune":
         raise SystemExit(run_prune(args, settings))
-    refused = _workers_refusal(args.workers, args.db, args.events)
+    if args.command == "chat":
+        raise SystemExit(run_chat(args))
+    refused = (_reload_refusal(args.reload, args.workers)
+               or _workers_refusal(args.workers, args.db, args.events))
     if refused is not None:  # before anything is built or opened
         raise SystemExit(f"error: {refused}")
     configure_logging(args.log_format, args.log_level)  # before anything below logs
     if args.push_allow_private:  # each worker's app reads it from the settings it is given
         settings = dataclasses.replace(settings, push_allow_private=True)
-    limits = Limits(**{name: getattr(args, name) for name in _LIMIT_HELP})
+    limits = Limits(**{name: getattr(args, name) for name in _LIMIT_FIELDS})
     try:
         quotas = Quotas(requests_per_second=args.quota_rate, burst=args.quota_burst,
                         max_streams=args.quota_streams,
@@ -353,7 +378,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     # picklable); the parent's app checks the settings once, before any worker starts
     make_app = functools.partial(
         build_app, args.target, args.db, args.card, public_url=args.public_url, limits=limits,
-        settings=settings, quotas=quotas, api_keys=args.api_keys,
+        settings=settings, quotas=quotas, api_keys=args.api_keys_file,
         extended_card=args.extended_card, events=args.events, lease=args.lease,
         retention=args.retention)
     app = make_app()
@@ -367,10 +392,18 @@ def main(argv: Sequence[str] | None = None) -> None:
         access_log=not logs_requests(app),  # create_app's apps log each request themselves
         workers=args.workers,
     )
-    if args.workers == 1:
+    if args.reload:  # a child process builds its own app after each change
+        serve_reloading(make_app, options)
+    elif args.workers == 1:
         serve(app, options)
     else:
         serve_workers(make_app, options)
+
+
+def _reload_refusal(reload: bool, workers: int) -> str | None:
+    if reload and workers > 1:
+        return f"--reload runs one server process: it cannot be used with --workers {workers}"
+    return None
 
 
 def _workers_refusal(workers: int, db: str, events: str | None) -> str | None:

@@ -126,29 +126,24 @@ async def _claims(storage: Storage, lease: float) -> AsyncIterator[ContextClaims
 
 
 def add_prune_command(commands: argparse._SubParsersAction[argparse.ArgumentParser],
-                      settings: Settings, database: Callable[[str], str]) -> None:
-    """The ``prune`` subcommand; ``database`` is the CLI's ``--db`` type (the same forms)."""
+                      add_options: Callable[[argparse.ArgumentParser], None]) -> None:
+    """The ``prune`` subcommand; ``add_options`` adds its options (the CLI's table of options,
+    ``settings.OPTIONS``: ``--older-than``, ``--dry-run``, ``--db``)."""
     cmd = commands.add_parser(
         "prune", help="delete tasks that ended longer ago than --older-than, with their "
         "checkpoints, reviews and events (docs/operations.md, Retention)",
-        description=__doc__.split("\n\n")[0] if __doc__ else None)
-    cmd.add_argument("--older-than", type=duration, required=True, metavar="DURATION",
-                     help="delete tasks that ended (completed, canceled, rejected, failed) "
-                     "longer ago than this: a whole number and a unit, 30d, 12h, 90m or 45s")
-    cmd.add_argument("--dry-run", action="store_true",
-                     help="count what would be deleted; change nothing")
-    cmd.add_argument("--db", default=settings.db, type=database, metavar="URL",
-                     help="a SQLite file (no server may hold it) or postgresql://... (servers "
-                     "may run) (default: $LLAMON_DATABASE_URL, else $LLAMON_DB, else "
-                     "llamon.sqlite3)")
+        description="Delete the tasks that ended longer ago than --older-than, with their "
+        "checkpoints, reviews and events, as a server's --retention does. A SQLite file a "
+        "server holds is refused (exit code 3); PostgreSQL is pruned while servers run.")
+    add_options(cmd)
 
 
 def run_prune(args: argparse.Namespace, settings: Settings, *,
               clock: Clock = system_clock) -> int:
     """Runs ``prune`` for the parsed arguments, prints its line; returns the exit code."""
     try:
-        report = asyncio.run(prune(args.db, args.older_than, dry_run=args.dry_run, clock=clock,
-                                   lease=settings.lease))
+        report = asyncio.run(prune(args.db, args.prune_older_than, dry_run=args.prune_dry_run,
+                                   clock=clock, lease=settings.lease))
     except StorageInUseError as exc:
         print(f"error: {exc}; prune changed nothing (a server prunes its own file with "
               "--retention)", file=sys.stderr)

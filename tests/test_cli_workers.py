@@ -78,13 +78,13 @@ def test_workers_must_be_a_positive_whole_number(
     assert _refusal(["--workers", "0"]) == 2
     assert "argument --workers: must be at least 1, got 0" in capsys.readouterr().err
     monkeypatch.setenv("LLAMON_WORKERS", "two")
-    assert _refusal([]) == "error: LLAMON_WORKERS must be a int above 0, got 'two'"
+    assert _refusal([]) == "error: LLAMON_WORKERS: expected a whole number, got 'two'"
 
 
 def test_settings_read_workers() -> None:
     assert Settings.from_env({}).workers == 1
     assert Settings.from_env({"LLAMON_WORKERS": " 3 "}).workers == 3
-    with pytest.raises(ValueError, match="LLAMON_WORKERS must be a int above 0, got '0'"):
+    with pytest.raises(ValueError, match="LLAMON_WORKERS must be at least 1, got 0"):
         Settings.from_env({"LLAMON_WORKERS": "0"})
 
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from llamon_agent import cli
-from llamon_agent.settings import DEFAULT_DB, Settings
+from llamon_agent.settings import DEFAULT_DB, OPTIONS, Settings
 
 
 def test_settings_come_from_the_environment_given() -> None:
@@ -91,3 +91,21 @@ def test_create_app_refuses_a_database_it_cannot_open() -> None:
 
     with pytest.raises(ValueError, match="unsupported database URL scheme 'mysql'"):
         create_app([doc_agent()], db="mysql://db/x")
+
+
+def test_every_setting_has_exactly_one_row_of_the_table() -> None:
+    """A field without a row would never be read; the table is what --help and the docs show."""
+    fields = sorted(Settings.__dataclass_fields__)
+    assert sorted(option.field for option in OPTIONS) == fields
+    variables = [name for option in OPTIONS for name in (option.variable, *option.aliases)]
+    assert len(variables) == len(set(variables))
+    assert all(name.startswith("LLAMON_") for name in variables)
+
+
+def test_every_edge_limit_has_its_row() -> None:
+    from llamon_agent.core.bounds import Limits
+
+    rows = {option.field: option for option in OPTIONS}
+    for name in Limits.__dataclass_fields__:
+        assert rows[name].flag == "--" + name.replace("_", "-")
+        assert rows[name].variable == "LLAMON_" + name.upper()

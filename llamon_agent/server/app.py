@@ -53,6 +53,7 @@ from .health import health_routes, serving
 from .human_review_rest import review_routes
 from .landing import landing_page
 from .metrics import Metrics, metrics_route
+from .playground import playground_routes
 from .principal import principal_of
 from .push_methods import local_origin
 from .quotas import Quotas
@@ -332,6 +333,7 @@ def create_app(
         *review_routes(access.reviewers, limits, deadline=draft_deadline, clock=clock),
         *health_routes(),
         metrics_route(metrics, metrics_token),
+        *playground_routes(),
     ]
     metrics.name_routes(routes)
     middleware = [  # the request log and metrics first: they see every answer and its time

@@ -6,7 +6,8 @@ very ``receive`` and ``send`` it came with, so a streamed answer is never buffer
 Protected: everything but the public paths below; a path this list does not name (a new route,
 an unknown path) needs a credential, so nothing is public by accident. Public: the agent cards,
 the landing page (``GET /``), the health endpoints, the OpenAPI document of ``/hitl``,
-``/metrics`` (it has its own token) and ``/reviews*`` (the reviewer credential, checked there).
+``/metrics`` (it has its own token), the Playground's static files (``/playground``) and
+``/reviews*`` (the reviewer credential, checked there).
 
 A refusal says nothing but ``{"detail": "unauthorized"}`` and a ``WWW-Authenticate`` challenge:
 the same for a missing and a wrong credential. No credential is ever logged.
@@ -21,6 +22,7 @@ from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..auth import Authenticator
+from .playground import PATHS as PLAYGROUND_PATHS
 from .principal import with_principal
 
 __all__ = ["PUBLIC_PATHS", "AuthMiddleware", "is_public"]
@@ -35,6 +37,7 @@ PUBLIC_PATHS = frozenset({
     "/readyz",
     "/metrics",
     "/hitl/openapi.json",
+    *PLAYGROUND_PATHS,  # static files only; the page's JSON-RPC calls are authenticated
 })
 _REVIEWS = "/reviews"
 _UNAUTHORIZED = orjson.dumps({"detail": "unauthorized"})

@@ -2,8 +2,9 @@
 as JSON for a program (any client that does not ask for ``text/html`` by name).
 
 The agents (id, name, description) and links to the card, the reviewed-chat OpenAPI document,
-the health endpoints and the metrics. Links are relative: the page never repeats the request's
-``Host`` header, which any client can set. ``POST /`` is the JSON-RPC endpoint (``app.py``).
+the health endpoints, the metrics and the Playground (whose agent picker reads this JSON).
+Links are relative: the page never repeats the request's ``Host`` header, which any client can
+set. ``POST /`` is the JSON-RPC endpoint (``app.py``).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ LINKS: dict[str, tuple[str, str]] = {
     "healthz": ("/healthz", "liveness: the process serves"),
     "readyz": ("/readyz", "readiness: storage reachable, recovery done"),
     "metrics": ("/metrics", "Prometheus metrics"),
+    "playground": ("/playground", "the Playground: talk to an agent in the browser"),
 }
 _HEADERS = {
     "Vary": "Accept",

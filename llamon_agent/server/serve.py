@@ -30,6 +30,11 @@ What plain ``uvicorn.run`` leaves open, and what this module adds:
   replaced, one that fails its startup (status 3) stops the server, SIGINT/SIGTERM stop every
   worker through its lifespan's shutdown (a second signal kills them). A worker whose parent
   is gone, even by ``kill -9``, shuts down too.
+* **Reload** (``serve_reloading``, ``--reload``, for development): the parent binds the socket
+  and runs uvicorn's reloader (``watchfiles``, a dependency: it watches the ``*.py`` files
+  under the working folder, hidden folders such as ``.venv`` and ``.git`` excluded, where
+  uvicorn's fallback ``StatReload`` would poll every file of them); its child process is
+  a worker as above, replaced by a new one, which imports the code again, after each change.
 
 uvicorn's internals are used here and nowhere else, each with a comment saying why and what
 breaks if it changes; ``pyproject.toml`` caps uvicorn below its next minor version, and
@@ -41,6 +46,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
+import functools
 import logging
 import multiprocessing
 import os
@@ -60,6 +66,7 @@ import orjson
 import uvicorn
 from uvicorn.config import STARTUP_FAILURE
 from uvicorn.protocols.http.h11_impl import H11Protocol
+from uvicorn.supervisors import ChangeReload
 
 from ..errors import StorageInUseError
 from .logs import configure_logging, fields
@@ -72,6 +79,7 @@ __all__ = [
     "AppFactory",
     "ServeOptions",
     "serve",
+    "serve_reloading",
     "serve_workers",
 ]
 
@@ -236,6 +244,34 @@ def _worker(build: AppFactory, options: ServeOptions, sock: socket.socket) -> No
     # raises the SIGINT it caught again, which would print a traceback per worker
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(_serve(server, sock, multiprocessing.parent_process()))
+
+
+def serve_reloading(build: AppFactory, options: ServeOptions) -> None:
+    """For development: serve the app ``build`` makes in a child process, replaced by a new
+    one (which imports the code again) whenever a Python file under the working folder changes,
+    until SIGINT/SIGTERM. The child serves as a worker of ``serve_workers`` does: the same
+    protocol, request timeout, connection cap and log lines."""
+    if options.workers != 1:
+        raise ValueError("serve_reloading runs one server process")
+    configure_logging(options.log_format, options.log_level)
+    # uvicorn's reloader reads its settings (folders, delay) from a Config whose app is an
+    # import string; this string is never imported: each child builds its app with `build`
+    config = uvicorn.Config("llamon_agent.server.serve:serve_reloading", reload=True,
+                            host=options.host, port=options.port, log_level=options.log_level,
+                            log_config=None)
+    sock = _listen(config)
+    _warn_about_fd_limit(options.max_connections)
+    startup_log.info("reload: a new server process after each change of a Python file under %s",
+                     os.getcwd(), extra=fields(event="startup"))
+    # uvicorn internal: the reloader calls target(sockets=[...]) in each child it spawns
+    # (uvicorn/_subprocess.py); were that to change, the child would fail at its start
+    ChangeReload(config, target=functools.partial(_reloaded, build, options),
+                 sockets=[sock]).run()
+
+
+def _reloaded(build: AppFactory, options: ServeOptions, sockets: list[socket.socket]) -> None:
+    """The reloader's child: a worker on the parent's socket."""
+    _worker(build, options, sockets[0])
 
 
 class _Supervisor:

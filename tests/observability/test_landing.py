@@ -19,6 +19,7 @@ LINKS = {
     "healthz": "/healthz",
     "readyz": "/readyz",
     "metrics": "/metrics",
+    "playground": "/playground",
 }
 
 

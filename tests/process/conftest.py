@@ -14,7 +14,7 @@ import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -155,6 +155,29 @@ def start_server(
         if "address already in use" not in last_log.lower():
             break
     raise RuntimeError(f"server {target} exited during startup:\n{last_log}")
+
+
+@contextmanager
+def serving(
+    target: str,
+    folder: Path,
+    *,
+    api_keys: Mapping[str, str] | None = None,
+    env: Mapping[str, str] | None = None,
+) -> Iterator[Server]:
+    """``llamon-agent serve TARGET`` on a new SQLite file in ``folder``, stopped on leaving;
+    with ``api_keys`` (principal -> key), an ``--api-keys`` file requires them."""
+    extra_args: list[str] = []
+    if api_keys is not None:
+        keys = folder / "api-keys"
+        keys.write_text("".join(f"{who}={key}\n" for who, key in api_keys.items()))
+        extra_args = ["--api-keys", str(keys)]
+    server = start_server(target, folder / "llamon.sqlite3", folder, extra_args=extra_args,
+                          env=env)
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 Launch = Callable[..., Server]
