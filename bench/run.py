@@ -80,9 +80,10 @@ class Spec:
 OURS, SDK_LG, SDK_HW, BARE = "ours", "sdk-langgraph", "sdk-handwritten", "bare"
 SPECS = [
     Spec(OURS, "llamon-agent (SQLite)", "bench.servers.llamon", False, 9301, db=True),
-    Spec(SDK_LG, "a2a-sdk + same LangGraph graph (AsyncSqliteSaver, exit)",
+    # equal durability: the peer's saver at our SQLite settings (WAL, synchronous=NORMAL)
+    Spec(SDK_LG, "a2a-sdk + same LangGraph graph (AsyncSqliteSaver, WAL, NORMAL, exit)",
          "bench.servers.a2a_sdk_langgraph", True, 9302, db=True,
-         args=("--durability", "exit"), task_id=True),
+         args=("--durability", "exit", "--synchronous", "normal"), task_id=True),
     Spec(SDK_HW, "a2a-sdk hand-written (in memory)", "bench.servers.a2a_sdk_handwritten",
          True, 9303, task_id=True),
     Spec(BARE, "bare Starlette echo", "bench.servers.bare_echo", False, 9304, hitl=False),
@@ -162,6 +163,14 @@ class Server:
         for path in self.db_path.parent.glob(self.db_path.name + "*"):
             path.unlink()
 
+    def stalls(self) -> dict[str, Any] | None:
+        """What bench/stalls.py printed at shutdown (``--trace-stalls``), if anything."""
+        for line in self.log_path.read_text(errors="replace").splitlines():
+            if line.startswith("STALLS "):
+                found: dict[str, Any] = json.loads(line.removeprefix("STALLS "))
+                return found
+        return None
+
     def log_summary(self) -> dict[str, Any]:
         """Tracebacks in the server's log, and its most frequent message and exception lines."""
         return log_summary(self.log_path, ROOT)
@@ -187,8 +196,8 @@ class Meter:
         return cpu / CLK_TCK, max(0.0, other / CLK_TCK / elapsed * 100)
 
 
-def wrk(port: int, seconds: float) -> dict[str, Any]:
-    argv = ["wrk", "-t1", "-c32", f"-d{max(1, round(seconds))}s", "--latency", "--timeout", "10s",
+def wrk(port: int, seconds: float, connections: int = 32) -> dict[str, Any]:
+    argv = ["wrk", "-t1", f"-c{connections}", f"-d{max(1, round(seconds))}s", "--latency", "--timeout", "10s",
             "-s", str(BENCH / "wrk" / "send.lua"), f"http://127.0.0.1:{port}/"]
     out = subprocess.run(pinned(LOAD_CORE, argv), capture_output=True, text=True,
                          timeout=seconds + 60, check=False)
@@ -199,10 +208,10 @@ def wrk(port: int, seconds: float) -> dict[str, Any]:
     raise RuntimeError(f"wrk printed no result: {out.stdout[-2000:]} {out.stderr[-2000:]}")
 
 
-def instant(server: Server, s: Settings) -> dict[str, Any]:
-    wrk(server.spec.port, s.warmup)
+def instant(server: Server, s: Settings, connections: int = 32) -> dict[str, Any]:
+    wrk(server.spec.port, s.warmup, connections)
     meter = Meter(server.pid)
-    w = wrk(server.spec.port, s.duration)
+    w = wrk(server.spec.port, s.duration, connections)
     cpu, other = meter.done()
     seconds = w["duration_us"] / 1e6
     return {
@@ -216,11 +225,12 @@ def instant(server: Server, s: Settings) -> dict[str, Any]:
     }
 
 
-def hitl(server: Server, s: Settings) -> dict[str, Any]:
+def hitl(server: Server, s: Settings, users: int = 16) -> dict[str, Any]:
     port, task_id = server.spec.port, server.spec.task_id
-    asyncio.run(hc.hitl_load(port, duration=s.warmup, with_task_id=task_id))
+    asyncio.run(hc.hitl_load(port, duration=s.warmup, with_task_id=task_id, users=users))
     meter = Meter(server.pid)
-    result = asyncio.run(hc.hitl_load(port, duration=s.duration, with_task_id=task_id))
+    result = asyncio.run(hc.hitl_load(port, duration=s.duration, with_task_id=task_id,
+                                      users=users))
     cpu, other = meter.done()
     summary = result.summary()
     summary["cpu_ms"] = cpu * 1e3 / result.round_trips if result.round_trips else math.nan
@@ -240,13 +250,20 @@ def run_server(spec: Spec, rep: int, s: Settings) -> dict[str, Any]:
     try:
         if spec.hitl:  # on an idle, fresh server first
             out["stream"] = stream(server, s)
-        out["instant"] = instant(server, s)
+        # the matrix of issue 14: instant sends at 16 and 32 connections, HITL round trips
+        # at 16 and 32 users
+        out["instant16"] = instant(server, s, 16)
+        out["instant"] = instant(server, s, 32)
         if spec.hitl:
-            out["hitl"] = hitl(server, s)
+            out["hitl"] = hitl(server, s, 16)
+            out["hitl32"] = hitl(server, s, 32)
         out["rss_end_mb"] = rss_kb(server.pid) / 1024
     finally:
         server.stop()
         out["log"] = server.log_summary()
+        stalls = server.stalls()
+        if stalls is not None:
+            out["stalls"] = stalls
     return out
 
 
@@ -348,6 +365,14 @@ def fmt(v: float, digits: int = 1) -> str:
     return "-" if math.isnan(v) else f"{v:,.{digits}f}"
 
 
+def with_spread(values: list[Any], digits: int) -> str:
+    """The median, and the lowest and highest repetition when there are several."""
+    clean = [float(v) for v in values if isinstance(v, (int, float)) and not math.isnan(v)]
+    if len(clean) < 2:
+        return fmt(med(values), digits)
+    return f"{fmt(med(values), digits)} ({fmt(min(clean), digits)} to {fmt(max(clean), digits)})"
+
+
 def pick(runs: list[dict[str, Any]], *path: str) -> list[Any]:
     out = []
     for run in runs:
@@ -361,6 +386,9 @@ def pick(runs: list[dict[str, Any]], *path: str) -> list[Any]:
 ALONE_KEY = "native / sqlite-llamon / durability=exit"
 
 ROWS: list[tuple[str, tuple[str, ...], int]] = [
+    ("`message/send` instant, req/s (16 connections)", ("instant16", "req_s"), 0),
+    ("instant (16) p50 / ms", ("instant16", "p50_ms"), 1),
+    ("instant (16) p99 / ms", ("instant16", "p99_ms"), 1),
     ("`message/send` instant, req/s (32 connections)", ("instant", "req_s"), 0),
     ("instant p50 / ms", ("instant", "p50_ms"), 1),
     ("instant p99 / ms", ("instant", "p99_ms"), 1),
@@ -373,12 +401,30 @@ ROWS: list[tuple[str, tuple[str, ...], int]] = [
     ("HITL answer p99 / ms", ("hitl", "answer_p99_ms"), 1),
     ("server CPU per HITL round trip / ms", ("hitl", "cpu_ms"), 2),
     ("HITL errors (per run)", ("hitl", "errors"), 0),
+    ("HITL round trips/s (32 users)", ("hitl32", "round_trips_per_s"), 0),
+    ("HITL (32) ask p50 / ms", ("hitl32", "ask_p50_ms"), 1),
+    ("HITL (32) ask p99 / ms", ("hitl32", "ask_p99_ms"), 1),
+    ("HITL (32) answer p50 / ms", ("hitl32", "answer_p50_ms"), 1),
+    ("HITL (32) answer p99 / ms", ("hitl32", "answer_p99_ms"), 1),
+    ("server CPU per HITL round trip (32) / ms", ("hitl32", "cpu_ms"), 2),
+    ("HITL (32) errors (per run)", ("hitl32", "errors"), 0),
     ("`message/stream` first event p50 / ms (idle)", ("stream", "first_p50_ms"), 2),
     ("`message/stream` final event p50 / ms (idle)", ("stream", "final_p50_ms"), 2),
     ("stream errors (per run)", ("stream", "errors"), 0),
     ("RSS after the runs / MB", ("rss_end_mb",), 0),
     ("server log tracebacks (per run)", ("log", "tracebacks"), 0),
     ("other processes on the server core / % (instant, HITL)", ("instant", "other_load_pct"), 0),
+]
+
+
+#: the cells whose tail issue 14 bounds: (name, scenario, latency prefix)
+TAIL_CELLS = [
+    ("instant (16 connections)", "instant16", ""),
+    ("instant (32 connections)", "instant", ""),
+    ("HITL ask (16 users)", "hitl", "ask_"),
+    ("HITL answer (16 users)", "hitl", "answer_"),
+    ("HITL ask (32 users)", "hitl32", "ask_"),
+    ("HITL answer (32 users)", "hitl32", "answer_"),
 ]
 
 
@@ -394,7 +440,7 @@ def report(data: dict[str, Any], s: Settings) -> str:
     labels = {spec.key: spec.label for spec in SPECS}
     out = [f"Machine: {', '.join(f'{k} {v}' for k, v in data['machine'].items())}.",
            f"Settings: {s.reps} repetition(s), {s.warmup:g} s warm-up + {s.duration:g} s per run, "
-           f"{s.streams} streams, medians over repetitions.", ""]
+           f"{s.streams} streams, medians over repetitions (lowest to highest in brackets).", ""]
     out.append("| what | " + " | ".join(labels[k] for k in keys) + " |")
     out.append("|---|" + "---:|" * len(keys))
     for title, path, digits in ROWS:
@@ -404,7 +450,7 @@ def report(data: dict[str, Any], s: Settings) -> str:
                 a, b = med(pick(runs[k], *path)), med(pick(runs[k], "hitl", "other_load_pct"))
                 cells.append(f"{fmt(a, 0)}, {fmt(b, 0)}")
             else:
-                cells.append(fmt(med(pick(runs[k], *path)), digits))
+                cells.append(with_spread(pick(runs[k], *path), digits))
         out.append(f"| {title} | " + " | ".join(cells) + " |")
     alone: list[dict[str, float]] = data["langgraph_alone"]
     mem: dict[str, Any] = data.get("memory", {})
@@ -434,6 +480,22 @@ def report(data: dict[str, Any], s: Settings) -> str:
 
     ours_mem, hi, lo = mem.get(OURS, {}), s.memory_counts[-1], s.memory_counts[0]
     targets = [
+        *[(f"{name} p99 / p50, ours (tail)", "<= 2.5",
+           per_rep(lambda i, scenario=scenario, step=step: ratio(
+               rep_value(OURS, i, scenario, f"{step}p99_ms"),
+               rep_value(OURS, i, scenario, f"{step}p50_ms"))), 2)
+          for name, scenario, step in TAIL_CELLS],
+        *[(f"HITL answer p99 ({users} users), ours / SDK + same graph", "<= 1",
+           per_rep(lambda i, scenario=scenario: ratio(
+               rep_value(OURS, i, scenario, "answer_p99_ms"),
+               rep_value(SDK_LG, i, scenario, "answer_p99_ms"))), 2)
+          for users, scenario in ((16, "hitl"), (32, "hitl32"))],
+        ("HITL round trips/s (32 users), ours / SDK + same graph", ">= 1.5",
+         per_rep(lambda i: ratio(rep_value(OURS, i, "hitl32", "round_trips_per_s"),
+                                 rep_value(SDK_LG, i, "hitl32", "round_trips_per_s"))), 2),
+        ("instant sends/s (16 connections), ours / SDK + same graph", ">= 1.5",
+         per_rep(lambda i: ratio(rep_value(OURS, i, "instant16", "req_s"),
+                                 rep_value(SDK_LG, i, "instant16", "req_s"))), 2),
         ("HITL round trips/s, ours / SDK + same graph", ">= 1.5",
          per_rep(lambda i: ratio(rep_value(OURS, i, "hitl", "round_trips_per_s"),
                                  rep_value(SDK_LG, i, "hitl", "round_trips_per_s"))), 2),
@@ -454,7 +516,7 @@ def report(data: dict[str, Any], s: Settings) -> str:
          ratio(pick([ours_mem], f"resume_{hi}", "p50_ms")[0],
                pick([ours_mem], f"resume_{lo}", "p50_ms")[0]) if ours_mem else math.nan, 2),
     ]
-    out += ["", "| target (issue 3) | measured | goal |", "|---|---:|---|"]
+    out += ["", "| target (issues 3 and 14) | measured | goal |", "|---|---:|---|"]
     for title, goal, value, digits in targets:
         out.append(f"| {title} | {fmt(value if isinstance(value, float) else math.nan, digits)} | {goal} |")
     if alone:
@@ -519,7 +581,12 @@ def main() -> None:
     p.add_argument("--skip-langgraph-alone", action="store_true",
                    help="do not run bench/langgraph_alone.py (bench/compare.py: our server only)")
     p.add_argument("--name", default="latest", help="result files: bench/results/NAME.md and .json")
+    p.add_argument("--trace-stalls", action="store_true",
+                   help="our server records garbage collections and event-loop stalls "
+                   "(bench/stalls.py); the JSON results get them per run")
     args = p.parse_args()
+    if args.trace_stalls:  # read by bench/servers/llamon.py in the server process
+        os.environ["LLAMON_BENCH_TRACE_STALLS"] = "1"
     s = settings(args)
     if args.skip_langgraph_alone:
         s.alone_seconds = 0.0

@@ -69,9 +69,12 @@ class LangGraphExecutor(AgentExecutor):
         raise NotImplementedError
 
 
-def lifespan(db: str, executor: LangGraphExecutor) -> Any:
+def lifespan(db: str, executor: LangGraphExecutor, synchronous: str | None = None) -> Any:
     """Open ``AsyncSqliteSaver.from_conn_string(db)`` (or ``AsyncPostgresSaver``'s, for a
-    ``postgresql://`` URL) for the life of the app; compile once."""
+    ``postgresql://`` URL) for the life of the app; compile once. ``synchronous`` (SQLite only):
+    ``PRAGMA synchronous`` on the saver's connection, which is WAL by default: ``normal`` gives
+    the peer our durability (a commit survives the process dying, not the machine losing power),
+    where the saver's own default is ``FULL``."""
 
     @asynccontextmanager
     async def run(_app: Any) -> AsyncIterator[None]:
@@ -84,6 +87,12 @@ def lifespan(db: str, executor: LangGraphExecutor) -> Any:
                 await saver.setup()
             else:
                 saver = await stack.enter_async_context(AsyncSqliteSaver.from_conn_string(db))
+                if synchronous is not None:
+                    await saver.conn.execute(f"PRAGMA synchronous={synchronous.upper()}")
+                    async with saver.conn.execute("PRAGMA synchronous") as cursor:
+                        row = await cursor.fetchone()
+                    # 1 is NORMAL, 2 FULL: a benchmark at the wrong durability must not run
+                    assert row is not None and row[0] == {"normal": 1, "full": 2}[synchronous]
             executor.graphs[INSTANT] = instant_graph().compile(checkpointer=saver)
             executor.graphs[HITL] = native_hitl_graph().compile(checkpointer=saver)
             yield
@@ -97,10 +106,14 @@ def main() -> None:
                    help="SQLite file, or postgresql:// URL, for the LangGraph checkpointer")
     p.add_argument("--durability", choices=["sync", "async", "exit"], default=None,
                    help="LangGraph checkpoint durability (default: LangGraph's own)")
+    p.add_argument("--synchronous", choices=["normal", "full"], default=None,
+                   help="SQLite: PRAGMA synchronous of the saver's connection (default: the "
+                   "saver's own, FULL; normal is llamon-agent's)")
     args = p.parse_args()
     executor = LangGraphExecutor({}, args.durability)
     name = "a2a-sdk-langgraph"
-    serve(app(name, args.port, executor, lifespan=lifespan(args.db, executor)), args.port)
+    serve(app(name, args.port, executor, lifespan=lifespan(args.db, executor, args.synchronous)),
+          args.port)
 
 
 if __name__ == "__main__":

@@ -6,6 +6,8 @@ same settings as the other benchmark servers (no access log).
 
 from __future__ import annotations
 
+import os
+
 from bench.agents import build_agents
 from bench.servers._serve import parser, serve
 
@@ -13,10 +15,18 @@ from bench.servers._serve import parser, serve
 def main() -> None:
     p = parser(__doc__)
     p.add_argument("--db", required=True, help="SQLite file for tasks and checkpoints")
+    p.add_argument("--trace-stalls", action="store_true",
+                   help="print garbage collections and event-loop stalls at shutdown "
+                   "(bench/stalls.py)")
     args = p.parse_args()
     from llamon_agent import create_app
 
-    serve(create_app(build_agents(), db=args.db), args.port)
+    app = create_app(build_agents(), db=args.db)
+    if args.trace_stalls or os.environ.get("LLAMON_BENCH_TRACE_STALLS") == "1":
+        from bench.stalls import TracedApp
+
+        app = TracedApp(app)
+    serve(app, args.port)
 
 
 if __name__ == "__main__":

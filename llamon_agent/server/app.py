@@ -6,8 +6,8 @@ import asyncio
 import dataclasses
 import logging
 import math
-from collections.abc import AsyncIterator, Mapping, Sequence
-from contextlib import AbstractContextManager, asynccontextmanager
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from contextlib import asynccontextmanager, contextmanager, nullcontext
 from datetime import timedelta
 from typing import Any
 
@@ -46,6 +46,7 @@ from . import jsonrpc
 from .access import Access
 from .body import read_body
 from .card import CardSource, load_card
+from .collector import tuned_collector
 from .context_rest import context_routes
 from .extended_card import METHOD as EXTENDED_CARD
 from .guard import ErrorGuard
@@ -105,6 +106,7 @@ def create_app(
     lease: float | None = None,
     clock: Clock | None = None,
     sweep_every: float | None = None,
+    gc_tuning: bool = True,
     draft_deadline: Deadline | None = None,
     retention: float | timedelta | None = None,
     push_allow_private: bool | None = None,
@@ -179,6 +181,12 @@ def create_app(
     ``$LLAMON_PUSH_TIMEOUT_SECONDS``); webhooks on loopback, private and link-local addresses
     only with ``push_allow_private`` (default the policy's, ``$LLAMON_PUSH_ALLOW_PRIVATE``).
 
+    The garbage collector (``server/collector.py``, docs/operations.md "Garbage collection"):
+    while the app serves, what exists once it started is frozen and the youngest generation
+    collects after 20,000 allocations instead of 700, which removed the 60-140 ms full
+    collections that made the server's p99 latency; ``gc_tuning=False`` leaves the process's
+    collector as it is (an app that tunes it itself).
+
     ``settings`` supplies what the arguments leave unset (default ``Settings.from_env()``,
     read once here).
     """
@@ -219,14 +227,16 @@ def create_app(
     metrics = Metrics(a.id for a in agents)  # a registry of its own: tests make many apps
     task_events = TaskEvents(metrics)
 
-    def started(app: Starlette, tasks: TaskStore, database: str) -> AbstractContextManager[None]:
+    @contextmanager
+    def started(app: Starlette, tasks: TaskStore, database: str) -> Iterator[None]:
         log_startup(startup_lines(
             agents=agents, database=database,
             auth_mode=access.mode or "none: every caller is the principal anonymous",
             reviewers=bool(access.reviewers), metrics_token=metrics_token is not None,
             public_url=public_url, events=events_url.shown if task_store is None else "in process",
         ))
-        return serving(app.state, tasks)
+        with serving(app.state, tasks), (tuned_collector() if gc_tuning else nullcontext()):
+            yield
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
