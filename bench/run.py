@@ -35,6 +35,7 @@ ROOT = BENCH.parent
 sys.path.insert(0, str(ROOT))
 
 from bench import hitl_client as hc  # noqa: E402
+from bench.open_loop import open_loop  # noqa: E402
 from bench.procs import (  # noqa: E402
     core_busy_ticks,
     cpu_ticks,
@@ -264,6 +265,34 @@ def run_server(spec: Spec, rep: int, s: Settings) -> dict[str, Any]:
         stalls = server.stalls()
         if stalls is not None:
             out["stalls"] = stalls
+    return out
+
+
+OPEN_LOOP_LOADS = (0.5, 0.8)
+
+
+def open_loop_runs(spec: Spec, peaks: dict[str, float], samples: int) -> list[dict[str, Any]]:
+    """On a fresh server: instant sends, then HITL round trips, each at 50% and 80% of our
+    own closed-loop peak (``peaks``: instant req/s, HITL round trips/s), ``samples`` arrivals
+    per point (bench/open_loop.py)."""
+    server = Server(spec, "open-loop")
+    server.start()
+    out: list[dict[str, Any]] = []
+    try:
+        for kind in ("instant", "hitl"):
+            for load in OPEN_LOOP_LOADS:
+                rate = peaks[kind] * load
+                print(f"  open loop {spec.key} {kind} at {rate:.0f}/s ({load:.0%} of ours) ...",
+                      flush=True)
+                meter = Meter(server.pid)
+                result = asyncio.run(open_loop(spec.port, kind=kind, rate=rate, samples=samples,
+                                               with_task_id=spec.task_id))
+                cpu, other = meter.done()
+                summary = result.summary()
+                summary.update(load=load, cpu_s=cpu, other_load_pct=other)
+                out.append(summary)
+    finally:
+        server.stop()
     return out
 
 
@@ -524,6 +553,7 @@ def report(data: dict[str, Any], s: Settings) -> str:
                 "interrupt + resume round trip:", "", "| variant | CPU ms |", "|---|---:|"]
         for variant in alone[0]:
             out.append(f"| {variant} | {fmt(med([a.get(variant) for a in alone]), 2)} |")
+    out += open_loop_report(data)
     problems = []
     for k in keys:
         for i, run in enumerate(runs[k]):
@@ -545,6 +575,29 @@ def report(data: dict[str, Any], s: Settings) -> str:
     if problems:
         out += ["", "Errors seen in this run:", "", *problems]
     return "\n".join(out) + "\n"
+
+
+def open_loop_report(data: dict[str, Any]) -> list[str]:
+    runs: dict[str, list[dict[str, Any]]] = data.get("open_loop") or {}
+    if not runs:
+        return []
+    peaks = data["open_loop_peaks"]
+    out = ["", f"Open loop (bench/open_loop.py; one run per point; latency from each arrival's "
+           f"scheduled time): our closed-loop peaks {peaks['instant']:.0f} instant req/s, "
+           f"{peaks['hitl']:.0f} HITL round trips/s.", "",
+           "| server | load | rate /s | achieved /s | samples | what | p50 ms | p99 ms | p99.9 ms "
+           "| errors, unfinished |", "|---|---:|---:|---:|---:|---|---:|---:|---:|---:|"]
+    for key, points in runs.items():
+        for point in points:
+            names = ("send",) if point["kind"] == "instant" else ("ask", "answer", "round_trip")
+            for name in names:
+                out.append(
+                    f"| {key} | {point['load']:.0%} | {point['rate']:.0f} | "
+                    f"{point['achieved_per_s']:.0f} | {point['done']:,} | {point['kind']} {name} | "
+                    f"{fmt(point[f'{name}_p50_ms'], 1)} | {fmt(point[f'{name}_p99_ms'], 1)} | "
+                    f"{fmt(point[f'{name}_p99.9_ms'], 1)} | {point['errors']}, "
+                    f"{point['unfinished']} |")
+    return out
 
 
 # --- main -------------------------------------------------------------------------------------
@@ -581,6 +634,10 @@ def main() -> None:
     p.add_argument("--skip-langgraph-alone", action="store_true",
                    help="do not run bench/langgraph_alone.py (bench/compare.py: our server only)")
     p.add_argument("--name", default="latest", help="result files: bench/results/NAME.md and .json")
+    p.add_argument("--open-loop", type=int, default=0, metavar="SAMPLES",
+                   help="after the repetitions: open-loop runs (bench/open_loop.py) of ours and "
+                   "sdk-langgraph at 50%% and 80%% of our median peak, SAMPLES arrivals per point "
+                   "(issue 14 asks for 10000)")
     p.add_argument("--trace-stalls", action="store_true",
                    help="our server records garbage collections and event-loop stalls "
                    "(bench/stalls.py); the JSON results get them per run")
@@ -612,6 +669,16 @@ def main() -> None:
         for spec in order:
             print(f"repetition {rep + 1}/{s.reps}: {spec.key} ...", flush=True)
             data["runs"][spec.key].append(run_server(spec, rep, s))
+    if args.open_loop and OURS in data["runs"]:
+        ours_runs = data["runs"][OURS]
+        peaks = {"instant": med(pick(ours_runs, "instant", "req_s")),
+                 "hitl": med(pick(ours_runs, "hitl", "round_trips_per_s"))}
+        data["open_loop_peaks"] = peaks
+        data["open_loop"] = {}
+        for spec in specs:
+            if spec.key in (OURS, SDK_LG):
+                print(f"open loop: {spec.key} ...", flush=True)
+                data["open_loop"][spec.key] = open_loop_runs(spec, peaks, args.open_loop)
     for spec in specs:
         if spec.key in s.memory_servers:
             print(f"memory: {spec.key} (up to {s.memory_counts[-1]:,} waiting tasks) ...", flush=True)
