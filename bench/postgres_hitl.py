@@ -141,8 +141,11 @@ def storage(v: Variant, tag: str, synchronous_commit: str) -> Iterator[tuple[str
 
 def argv(v: Variant, db: str, events: str | None) -> list[str]:
     if v.sdk:
+        # on SQLite at our durability (WAL, synchronous=NORMAL; issue 14); on PostgreSQL both
+        # sides commit as the database's synchronous_commit says
+        same_durability = [] if v.postgres else ["--synchronous", "normal"]
         return [str(SDK_VENV / "bin" / "python"), "-m", "bench.servers.a2a_sdk_langgraph",
-                "--port", str(v.port), "--db", db, "--durability", "exit"]
+                "--port", str(v.port), "--db", db, "--durability", "exit", *same_durability]
     out = [LLAMON, "serve", "bench.agents:AGENTS", "--port", str(v.port), "--db", db,
            "--log-level", "warning"]
     if v.workers > 1:
