@@ -67,12 +67,14 @@ def test_a_write_that_fails_is_an_error_in_words(tmp_path: Path) -> None:
         TaskMemory(blocker / "chat.json").remember(SERVER, "ctx", "task")
 
 
-def test_where_the_file_lives() -> None:
-    assert state_path({"XDG_STATE_HOME": "/x/state", "HOME": "/home/u"}) == Path(
-        "/x/state/llamon-agent/chat.json")
-    assert state_path({"HOME": "/home/u"}) == Path("/home/u/.local/state/llamon-agent/chat.json")
-    assert state_path({"XDG_STATE_HOME": "relative", "HOME": "/home/u"}) == Path(
-        "/home/u/.local/state/llamon-agent/chat.json")  # the spec ignores a relative path
+def test_where_the_file_lives(tmp_path: Path) -> None:
+    state, home = tmp_path / "state", tmp_path / "home"
+    assert state_path({"XDG_STATE_HOME": str(state), "HOME": str(home)}) == (
+        state / "llamon-agent" / "chat.json")
+    in_home = home / ".local" / "state" / "llamon-agent" / "chat.json"
+    assert state_path({"HOME": str(home)}) == in_home
+    # the XDG spec ignores a relative path
+    assert state_path({"XDG_STATE_HOME": "relative", "HOME": str(home)}) == in_home
 
 
 def test_file_is_private(tmp_path: Path) -> None:
