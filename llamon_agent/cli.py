@@ -351,15 +351,17 @@ def _parser(settings: Settings) -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
+    given = list(sys.argv[1:] if argv is None else argv)
+    if given[:1] == ["chat"]:  # a client: the server's variables (and files) are not its
+        chat_args = _parser(Settings()).parse_args(given)
+        raise SystemExit(run_chat(chat_args))
     try:
         settings = settings_from_env()
     except ValueError as exc:  # a malformed variable: one line, not a traceback
         raise SystemExit(f"error: {exc}") from None
-    args = _parser(settings).parse_args(argv)
+    args = _parser(settings).parse_args(given)
     if args.command == "prune":
         raise SystemExit(run_prune(args, settings))
-    if args.command == "chat":
-        raise SystemExit(run_chat(args))
     refused = (_reload_refusal(args.reload, args.workers)
                or _workers_refusal(args.workers, args.db, args.events))
     if refused is not None:  # before anything is built or opened

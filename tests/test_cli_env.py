@@ -272,3 +272,18 @@ def test_a_switch_a_variable_turned_on_is_turned_off_by_its_no_form() -> None:
     assert parser.parse_args(["serve"]).reload is True
     assert parser.parse_args(["serve", "--no-reload"]).reload is False
     assert parser.parse_args(["prune", "--older-than", "1d", "--no-dry-run"]).prune_dry_run is False
+
+
+def test_chat_reads_none_of_the_servers_variables(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A malformed server variable (or an API keys file that cannot be read) does not stop the
+    terminal chat, a client that uses none of them."""
+    monkeypatch.setenv("LLAMON_PORT", "http")
+    monkeypatch.setenv("LLAMON_API_KEYS_FILE", "no-such-file")
+    with pytest.raises(SystemExit) as stopped:
+        cli.main(["chat", "http://127.0.0.1:9/"])  # nothing listens on the discard port
+    assert stopped.value.code == 1
+    shown = capsys.readouterr()
+    assert "LLAMON_PORT" not in shown.out + shown.err
+    assert "cannot talk to the agent at http://127.0.0.1:9/" in shown.out + shown.err
