@@ -120,7 +120,11 @@ class Session:
 
     def open(self) -> None:
         self.page.goto(self.base_url + "/playground")
-        self.page.wait_for_function("document.querySelectorAll('#agent option').length > 0")
+        # a locator, not wait_for_function: Playwright polls a string predicate with eval(),
+        # which the page's CSP refuses whenever the options are not there at the first look
+        from playwright.sync_api import expect
+
+        expect(self.page.locator("#agent option").first).to_be_attached()
 
     def csp_violations(self) -> list[str]:
         violations = self.page.evaluate("window.__cspViolations")
