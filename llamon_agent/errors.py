@@ -26,11 +26,17 @@
         │   └── QuotaExceededError              a principal's quota (server/quotas.py); REST: 429
         ├── ContentTypeNotSupportedError        -32005
         ├── InvalidAgentResponseError           -32006
-        └── AuthenticatedExtendedCardNotConfiguredError  -32007
+        ├── AuthenticatedExtendedCardNotConfiguredError  -32007
+        └── VersionNotSupportedError            -32009  (A2A-Version; v1.0)
 
 Default messages are the ``@default`` texts of the A2A v0.3 schema; raise sites may give a
 more specific sentence and put machine-readable details in ``data``. JSON-RPC errors travel
 with HTTP 200 (docs/wire.md §1); the REST endpoints answer ``http_status``.
+
+Over A2A v1.0 (docs/versions.md) the same errors carry, as ``data``, the list v1.0 asks for:
+a ``google.rpc.ErrorInfo`` (the class's ``reason``, domain ``a2a-protocol.org``, the v0.3
+``data`` as string metadata) and, for invalid params, a ``google.rpc.BadRequest`` naming the
+fields (``to_error_v1``).
 
 Review errors carry seed 000's message (in the request's language, see ``tool_review/catalog.py``):
 over A2A they are ``-32602`` with that message and ``data.error`` naming the exception; over
@@ -40,6 +46,7 @@ the REST API (``POST /hitl/*``) they are HTTP ``http_status`` (400) with the mes
 
 from __future__ import annotations
 
+import json
 from typing import Any, ClassVar
 
 __all__ = [
@@ -68,7 +75,13 @@ __all__ = [
     "TaskNotFoundError",
     "UnreadableTaskError",
     "UnsupportedOperationError",
+    "VersionNotSupportedError",
 ]
+
+_ERROR_INFO = "type.googleapis.com/google.rpc.ErrorInfo"
+_BAD_REQUEST = "type.googleapis.com/google.rpc.BadRequest"
+_DOMAIN = "a2a-protocol.org"
+_MAX_DETAIL = 1024  # characters of one metadata value in a v1.0 error
 
 
 class LlamonError(Exception):
@@ -94,6 +107,8 @@ class A2AError(LlamonError):
     default_message: ClassVar[str] = "Internal error"
     #: the status the REST endpoints answer with (JSON-RPC errors travel with HTTP 200)
     http_status: ClassVar[int] = 500
+    #: A2A v1.0's ``ErrorInfo.reason``; subclasses without one inherit their parent's
+    _reason: ClassVar[str | None] = None
 
     def __init__(self, message: str | None = None, data: Any = None) -> None:
         self.message = message or self.default_message
@@ -106,15 +121,60 @@ class A2AError(LlamonError):
             error["data"] = self.data
         return error
 
+    def to_error_v1(self) -> dict[str, Any]:
+        """The A2A v1.0 form: ``data`` is a list of typed details, an ``ErrorInfo`` first
+        (its metadata is ``map<string, string>``: other values are written as JSON)."""
+        metadata: dict[str, str] = {}
+        violations: list[dict[str, str]] = []
+        if isinstance(self.data, dict):
+            for key, value in self.data.items():
+                if key == "errors" and isinstance(value, list):
+                    violations = [_violation(v) for v in value if isinstance(v, dict)]
+                    continue
+                metadata[str(key)] = _as_text(value)
+        elif self.data is not None:
+            metadata["detail"] = _as_text(self.data)
+        details: list[dict[str, Any]] = [
+            {"@type": _ERROR_INFO, "reason": self.reason, "domain": _DOMAIN,
+             "metadata": metadata},
+        ]
+        if violations:
+            details.append({"@type": _BAD_REQUEST, "fieldViolations": violations})
+        return {"code": self.code, "message": self.message, "data": details}
+
+    @property
+    def reason(self) -> str:
+        """The v1.0 ``ErrorInfo.reason``: the nearest class in the tree that names one."""
+        for cls in type(self).__mro__:
+            reason = vars(cls).get("_reason")
+            if isinstance(reason, str):
+                return reason
+        return "INTERNAL_ERROR"
+
+
+def _as_text(value: Any) -> str:
+    if isinstance(value, str):
+        text = value
+    else:
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    return text if len(text) <= _MAX_DETAIL else text[:_MAX_DETAIL] + "..."
+
+
+def _violation(error: dict[str, Any]) -> dict[str, str]:
+    return {"field": _as_text(error.get("field", "")),
+            "description": _as_text(error.get("message", ""))}
+
 
 class JSONParseError(A2AError):
     code = -32700
+    _reason = "PARSE_ERROR"
     default_message = "Invalid JSON payload"
     http_status = 400
 
 
 class InvalidRequestError(A2AError):
     code = -32600
+    _reason = "INVALID_REQUEST"
     default_message = "Request payload validation error"
     http_status = 400
 
@@ -128,12 +188,14 @@ class PayloadTooLargeError(InvalidRequestError):
 
 class MethodNotFoundError(A2AError):
     code = -32601
+    _reason = "METHOD_NOT_FOUND"
     default_message = "Method not found"
     http_status = 404
 
 
 class InvalidParamsError(A2AError):
     code = -32602
+    _reason = "INVALID_PARAMS"
     default_message = "Invalid parameters"
     http_status = 400
 
@@ -215,6 +277,7 @@ class InvalidReviewDecisionError(ReviewError):
 
 class InternalError(A2AError):
     code = -32603
+    _reason = "INTERNAL_ERROR"
     default_message = "Internal error"
 
 
@@ -235,24 +298,28 @@ class UnreadableTaskError(InternalError):
 
 class TaskNotFoundError(A2AError):
     code = -32001
+    _reason = "TASK_NOT_FOUND"
     default_message = "Task not found"
     http_status = 404
 
 
 class TaskNotCancelableError(A2AError):
     code = -32002
+    _reason = "TASK_NOT_CANCELABLE"
     default_message = "Task cannot be canceled"
     http_status = 409
 
 
 class PushNotificationNotSupportedError(A2AError):
     code = -32003
+    _reason = "PUSH_NOTIFICATION_NOT_SUPPORTED"
     default_message = "Push Notification is not supported"
     http_status = 400
 
 
 class UnsupportedOperationError(A2AError):
     code = -32004
+    _reason = "UNSUPPORTED_OPERATION"
     default_message = "This operation is not supported"
     http_status = 409
 
@@ -273,16 +340,29 @@ class QuotaExceededError(UnsupportedOperationError):
 
 class ContentTypeNotSupportedError(A2AError):
     code = -32005
+    _reason = "CONTENT_TYPE_NOT_SUPPORTED"
     default_message = "Incompatible content types"
     http_status = 415
 
 
 class InvalidAgentResponseError(A2AError):
     code = -32006
+    _reason = "INVALID_AGENT_RESPONSE"
     default_message = "Invalid agent response"
 
 
 class AuthenticatedExtendedCardNotConfiguredError(A2AError):
     code = -32007
+    _reason = "EXTENDED_AGENT_CARD_NOT_CONFIGURED"
     default_message = "Authenticated Extended Card is not configured"
     http_status = 404
+
+
+class VersionNotSupportedError(A2AError):
+    """The ``A2A-Version`` a request names is not one this server speaks (0.3, 1.0), or the
+    method belongs to the other version."""
+
+    code = -32009
+    _reason = "VERSION_NOT_SUPPORTED"
+    default_message = "A2A protocol version not supported"
+    http_status = 400

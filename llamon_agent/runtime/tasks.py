@@ -33,7 +33,7 @@ from ..core.ports import HumanReviewPort
 from ..core.principal import ANONYMOUS, context_key
 from ..errors import TaskNotCancelableError, TaskNotFoundError
 from ..push.service import PushNotifications
-from ..stores.base import Expiry, StoredTask
+from ..stores.base import Expiry, StoredTask, TaskCursor, TaskPage, TaskQuery
 from ..stores.storage import Storage
 from ..tool_review import catalog
 from .cancel_relay import CancelRelay, LocalCancelRelay
@@ -190,6 +190,13 @@ class TaskManager:
         self, task_id: str, history_length: int | None = None, *, space: str = ANONYMOUS
     ) -> Task:
         return response_copy(await self._owned(task_id, space), history_length)
+
+    async def list_tasks(
+        self, query: TaskQuery, limit: int, after: TaskCursor | None = None
+    ) -> TaskPage:
+        """The tasks of ``query.space``, last updated first (A2A v1.0's ``ListTasks``). Every
+        state change is saved before it is told, so the store is as new as any stream."""
+        return await self._store.list_tasks(query, limit, after)
 
     async def owned(self, task_id: str, *, space: str = ANONYMOUS) -> StoredTask:
         """The caller's task as the runtime holds it (the live record while a turn runs);

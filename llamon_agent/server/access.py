@@ -29,6 +29,7 @@ from ..core.principal import Principal
 from ..settings import Settings
 from .auth_middleware import AuthMiddleware
 from .card import CardSource, build_card, load_card
+from .card_v1 import v1_card
 from .exposure import startup_warning
 from .extended_card import extended_card_for
 
@@ -79,14 +80,16 @@ class Access:
             return []
         return [Middleware(AuthMiddleware, authenticator=self.authenticator)]
 
-    def card(self, template: Mapping[str, Any], url: str) -> dict[str, Any]:
-        return build_card(template, url, auth=self.authenticator,
+    def card(self, template: Mapping[str, Any], url: str, *, v1: bool = False) -> dict[str, Any]:
+        """The card; ``v1``: in A2A v1.0's shape (``card_v1.py``)."""
+        card = build_card(template, url, auth=self.authenticator,
                           extended=self.extended_template is not None)
+        return v1_card(card) if v1 else card
 
-    def extended_card(self, principal: Principal, url: str) -> dict[str, Any]:
+    def extended_card(self, principal: Principal, url: str, *, v1: bool = False) -> dict[str, Any]:
         """Raises ``-32007`` when there is no extended card for ``principal``."""
         template = extended_card_for(principal, self.extended_template)
-        return self.card(template, url)
+        return self.card(template, url, v1=v1)
 
     async def start(self, app: Any) -> None:
         """At the app's start: warn when nothing authenticates (unless the CLI already

@@ -42,7 +42,7 @@ from ..stores.base import TaskStore
 from ..stores.storage import Storage, open_storage
 from ..stores.url import parse_database_url
 from ..tool_review.catalog import language_of
-from . import jsonrpc
+from . import jsonrpc, versions
 from .access import Access
 from .body import read_body
 from .card import CardSource, load_card
@@ -74,6 +74,8 @@ _SSE_HEADERS = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
 
 
 _CLOSE = {"Connection": "close"}  # the rest of an unread body is never read
+#: the card depends on the A2A-Version a client names: caches keep one per version
+_VARY = {"Vary": "A2A-Version"}
 
 
 def _json(body: bytes, headers: dict[str, str] | None = None) -> Response:
@@ -281,7 +283,12 @@ def create_app(
 
     async def agent_card(request: Request) -> Response:
         url = public_url or _local_url(request)
-        return _json(orjson.dumps(access.card(card_template, url)))
+        try:  # a version this server does not speak gets the card every client reads
+            v1 = versions.requested(versions.named_in(request.headers,
+                                                      request.query_params)) == versions.V1_0
+        except A2AError:
+            v1 = False
+        return _json(orjson.dumps(access.card(card_template, url, v1=v1)), headers=_VARY)
 
     async def rpc(request: Request) -> Response:
         manager: TaskManager = request.app.state.manager
@@ -291,20 +298,22 @@ def create_app(
             note_error(request.scope, exc.code)
             return _json(jsonrpc.error_body(exc, None), headers=_CLOSE)
         try:
-            call = jsonrpc.parse(body, limits)
+            call = jsonrpc.parse(body, limits, versions.named_in(request.headers,
+                                                                 request.query_params))
         except jsonrpc.EnvelopeError as exc:
             if exc.method is not None:
                 note_method(request.scope, exc.method)
             note_error(request.scope, exc.error.code)
-            return _json(jsonrpc.error_body(exc.error, exc.request_id))
-        note_method(request.scope, call.method)
+            return _json(jsonrpc.error_body(exc.error, exc.request_id, exc.version))
+        note_method(request.scope, call.named)
         if call.method == EXTENDED_CARD:  # the server's card, not the runtime's business
             try:
                 card = access.extended_card(principal_of(request.scope),
-                                            public_url or _local_url(request))
+                                            public_url or _local_url(request),
+                                            v1=call.version == versions.V1_0)
             except A2AError as exc:
                 note_error(request.scope, exc.code)
-                return _json(jsonrpc.error_body(exc, call.id))
+                return _json(jsonrpc.error_body(exc, call.id, call.version))
             return _json(jsonrpc.success_body(card, call.id))
         language = language_of(request.headers.get("accept-language"))
         if call.method in jsonrpc.STREAMING_METHODS:
@@ -313,18 +322,19 @@ def create_app(
                     manager, call, request, shutdown_grace, language))
             except QuotaExceededError as exc:
                 note_error(request.scope, exc.code)
-                return _sse(_one(jsonrpc.error_body(exc, call.id)), shutdown_grace)
+                return _sse(_one(jsonrpc.error_body(exc, call.id, call.version)),
+                            shutdown_grace)
         space = space_of(principal_of(request.scope).name)
         try:
             result = await jsonrpc.dispatch(manager, call, language=language, space=space,
                                             own=local_origin(request.scope))
         except A2AError as exc:
             note_error(request.scope, exc.code)
-            return _json(jsonrpc.error_body(exc, call.id))
+            return _json(jsonrpc.error_body(exc, call.id, call.version))
         except Exception:
-            log.exception("internal error in %s", call.method)
+            log.exception("internal error in %s", call.named)
             note_error(request.scope, InternalError.code)
-            return _json(jsonrpc.error_body(InternalError(), call.id))
+            return _json(jsonrpc.error_body(InternalError(), call.id, call.version))
         return _json(jsonrpc.success_body(result, call.id))
 
     landing = landing_page(card_template, agents, metrics_token=metrics_token is not None)
@@ -413,13 +423,14 @@ async def _stream(
         )
     except A2AError as exc:
         note_error(request.scope, exc.code)
-        return _sse(_one(jsonrpc.error_body(exc, call.id)), grace)
+        return _sse(_one(jsonrpc.error_body(exc, call.id, call.version)), grace)
     except Exception:
-        log.exception("internal error opening %s", call.method)
+        log.exception("internal error opening %s", call.named)
         note_error(request.scope, InternalError.code)
-        return _sse(_one(jsonrpc.error_body(InternalError(), call.id)), grace)
+        return _sse(_one(jsonrpc.error_body(InternalError(), call.id, call.version)), grace)
     shutdown = anyio.Event()
-    frames = _frames(_drain(events, shutdown, grace * 0.8), call.id)
+    frames = _frames(_drain(events, shutdown, grace * 0.8), call.id,
+                     v1=call.version == versions.V1_0)
     return _sse(subscribed(request.scope, frames), grace, shutdown)
 
 
@@ -436,10 +447,14 @@ async def _one(body: bytes) -> AsyncIterator[ServerSentEvent]:
     yield ServerSentEvent(data=body.decode(), sep="\n")
 
 
-async def _frames(events: AsyncIterator[Event], request_id: str | int) -> AsyncIterator[ServerSentEvent]:
-    """Each event as one JSON-RPC response; id 0 marks a snapshot that is not a numbered event."""
+async def _frames(
+    events: AsyncIterator[Event], request_id: str | int, *, v1: bool = False
+) -> AsyncIterator[ServerSentEvent]:
+    """Each event as one JSON-RPC response; id 0 marks a snapshot that is not a numbered event.
+    ``v1``: in A2A v1.0's shape (the stream's end is its close: v1.0 has no ``final``)."""
     async for seq, payload in events:
-        data = jsonrpc.success_body(payload, request_id).decode()  # one compact line
+        shaped = jsonrpc.v1_event(payload) if v1 else payload
+        data = jsonrpc.success_body(shaped, request_id).decode()  # one compact line
         yield ServerSentEvent(data=data, id=str(seq) if seq else None, sep="\n")
 
 

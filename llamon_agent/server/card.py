@@ -2,7 +2,9 @@
 
 Whatever the file says, ``url``, ``protocolVersion``, ``preferredTransport``, the
 capabilities, ``supportsAuthenticatedExtendedCard`` and the security schemes the server enforces
-(``auth/schemes.py``) are set to what this server really does.
+(``auth/schemes.py``) are set to what this server really does. The card is v0.3's with v1.0's
+``supportedInterfaces`` and ``capabilities.extendedAgentCard`` added (both official clients
+read it); ``card_v1.py`` writes the pure v1.0 form for clients that ask for it.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import orjson
 from ..agent import Agent
 from ..auth import Authenticator, card_security
 from ..runtime.requests import OUTPUT_MODES
+from .card_v1 import interfaces
 
 __all__ = ["CardSource", "build_card", "load_card"]
 
@@ -58,8 +61,10 @@ def build_card(
         "streaming": True,
         "pushNotifications": True,  # docs/operations.md, "Push notifications"
         "stateTransitionHistory": False,
+        "extendedAgentCard": extended,
     }
     card["supportsAuthenticatedExtendedCard"] = extended
+    card["supportedInterfaces"] = interfaces(url)
     schemes, security = card_security(template, auth)
     for key, value in (("securitySchemes", schemes), ("security", security)):
         if value:

@@ -45,8 +45,8 @@ __all__ = ["OTHER", "RPC_METHODS", "Metrics", "metrics_route", "outcome_label", 
 log = logging.getLogger(__name__)
 
 OTHER: Final = "other"
-#: the methods of A2A v0.3's JSON-RPC binding; a request's method label is one of them, a
-#: route of the app (``"GET /healthz"``), or ``other``
+#: the methods of A2A v0.3's and v1.0's JSON-RPC bindings; a request's method label is one of
+#: them, a route of the app (``"GET /healthz"``), or ``other``
 RPC_METHODS: Final = frozenset({
     "message/send",
     "message/stream",
@@ -58,10 +58,22 @@ RPC_METHODS: Final = frozenset({
     "tasks/pushNotificationConfig/list",
     "tasks/pushNotificationConfig/delete",
     "agent/getAuthenticatedExtendedCard",
+    "SendMessage",
+    "SendStreamingMessage",
+    "GetTask",
+    "ListTasks",
+    "CancelTask",
+    "SubscribeToTask",
+    "CreateTaskPushNotificationConfig",
+    "GetTaskPushNotificationConfig",
+    "ListTaskPushNotificationConfigs",
+    "DeleteTaskPushNotificationConfig",
+    "GetExtendedAgentCard",
 })
 #: JSON-RPC error codes the server answers with (errors.py); another code counts as ``error``
 RPC_CODES: Final = frozenset({-32700, -32600, -32601, -32602, -32603,
-                              -32001, -32002, -32003, -32004, -32005, -32006, -32007})
+                              -32001, -32002, -32003, -32004, -32005, -32006, -32007,
+                              -32009})
 #: every ``outcome`` label value
 OUTCOMES: Final = frozenset({"ok", "error"} | {str(c) for c in RPC_CODES}
                             | {str(s) for s in range(100, 600)})

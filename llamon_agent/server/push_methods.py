@@ -67,7 +67,7 @@ async def call(manager: TaskManager, method: str, params: Any, *, space: str,
     if isinstance(params, GetTaskPushNotificationConfigParams):
         return await push.get(record, params.push_notification_config_id)
     if isinstance(params, ListTaskPushNotificationConfigParams):
-        return [config.to_wire() for config in await push.configs(record)]
+        return await push.configs(record)
     await push.delete(record, params.push_notification_config_id)
     return None
 

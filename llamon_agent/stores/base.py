@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection
+import logging
+import math
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..a2a.types import Task
 from ..core.deadlines import OnExpiry
 from ..core.principal import ANONYMOUS, context_key, split_key
+from ..errors import UnreadableTaskError
 
-__all__ = ["DeletedTask", "Expiry", "Pending", "Prunable", "StoredTask", "TaskStore",
-           "UnreadableRow"]
+__all__ = ["LIST_LIMIT", "DeletedTask", "Expiry", "ListedTask", "Pending", "Prunable",
+           "StoredTask", "TaskCursor", "TaskPage", "TaskQuery", "TaskStore", "UnreadableRow",
+           "check_listing", "listed_task"]
+
+log = logging.getLogger(__name__)
 
 #: how many expired questions a task remembers, so a late answer to one is told it expired
 MAX_EXPIRED = 16
@@ -127,6 +133,73 @@ class UnreadableRow:
         return split_key(self.context_key)[0]
 
 
+#: the most tasks one ``list_tasks`` call returns (the A2A edge bounds a page lower)
+LIST_LIMIT = 1000
+
+
+@dataclass(frozen=True)
+class TaskCursor:
+    """Where a page of ListTasks ended: the last task's update time and id."""
+
+    updated: float
+    id: str
+
+
+@dataclass(frozen=True)
+class TaskQuery:
+    """Which tasks ``list_tasks`` lists: always one owner's, optionally narrowed."""
+
+    space: str  # only this owner's tasks (always required)
+    #: the stored context key (``core.principal.context_key(space, contextId)``)
+    context_key: str | None = None
+    state: str | None = None  # a v0.3 TaskState string, e.g. "input-required"
+    #: epoch seconds, inclusive: only tasks updated at or after (v1.0's
+    #: ``statusTimestampAfter`` is "greater than or equal to")
+    updated_since: float | None = None
+
+
+@dataclass(frozen=True)
+class ListedTask:
+    """A listed task and its row's last update (epoch seconds): with the id, the cursor of
+    a page that ends at it."""
+
+    record: StoredTask
+    updated: float
+
+    @property
+    def cursor(self) -> TaskCursor:
+        return TaskCursor(self.updated, self.record.id)
+
+
+@dataclass(frozen=True)
+class TaskPage:
+    tasks: list[ListedTask]  # readable tasks of this page, newest update first
+    total: int  # how many tasks match the query in all (every page), readable or not
+    next: TaskCursor | None  # None on the last page
+
+
+def check_listing(query: TaskQuery, limit: int, after: TaskCursor | None) -> None:
+    """Raise ``ValueError`` for a listing no store can answer consistently: a limit outside
+    1..``LIST_LIMIT``, or a time that is not finite (NaN compares unlike on each backend)."""
+    if not 1 <= limit <= LIST_LIMIT:
+        raise ValueError(f"limit must be 1..{LIST_LIMIT}, not {limit}")
+    times = [query.updated_since, after.updated if after is not None else None]
+    if not all(math.isfinite(t) for t in times if t is not None):
+        raise ValueError("a listing's times must be finite")
+
+
+def listed_task(decode: Callable[[], StoredTask], task_id: str, updated: float
+                ) -> ListedTask | None:
+    """The row decoded, or ``None`` (and a warning) when it cannot be: one broken row must
+    not fail the listing of every task around it."""
+    try:
+        return ListedTask(decode(), updated)
+    except UnreadableTaskError as exc:
+        log.warning("listing skips task %r: its stored row cannot be decoded (%s)",
+                    task_id, exc.detail)
+        return None
+
+
 class TaskStore(Protocol):
     """Every method returns fresh objects: mutating one never changes what is stored.
     ``get`` and ``latest_in_context`` raise ``UnreadableTaskError`` for a row that cannot be
@@ -139,6 +212,17 @@ class TaskStore(Protocol):
     async def latest_in_context(self, context_key: str) -> StoredTask | None:
         """The most recently created task of a context (the only one that may be unfinished);
         ``context_key`` is ``StoredTask.context_key`` (the owner's space and the client's id)."""
+        ...
+
+    async def list_tasks(
+        self, query: TaskQuery, limit: int, after: TaskCursor | None = None
+    ) -> TaskPage:
+        """At most ``limit`` (1..``LIST_LIMIT``, else ``ValueError``) of the tasks ``query``
+        selects, by last update then id, both descending, strictly after ``after`` in that
+        order. A row that cannot be decoded is left out of ``tasks`` (a warning names it) but
+        keeps its place: ``next``, the cursor of the page's last row when rows follow it, may
+        be an unreadable row's, and ``total`` (every matching row, whatever the cursor)
+        counts it."""
         ...
 
     async def unfinished(self) -> list[StoredTask | UnreadableRow]:

@@ -4,11 +4,22 @@ from __future__ import annotations
 
 import time
 from collections.abc import Collection
+from functools import partial
 
 from ..a2a.types import RUNNING_STATES, TERMINAL_STATES
 from ..errors import UnreadableTaskError
 from . import _codec
-from .base import DeletedTask, Prunable, StoredTask, UnreadableRow
+from .base import (
+    DeletedTask,
+    Prunable,
+    StoredTask,
+    TaskCursor,
+    TaskPage,
+    TaskQuery,
+    UnreadableRow,
+    check_listing,
+    listed_task,
+)
 
 __all__ = ["InMemoryTaskStore"]
 
@@ -46,6 +57,33 @@ class InMemoryTaskStore:
     async def latest_in_context(self, context_key: str) -> StoredTask | None:
         task_id = self._latest.get(context_key)
         return None if task_id is None else await self.get(task_id)
+
+    async def list_tasks(
+        self, query: TaskQuery, limit: int, after: TaskCursor | None = None
+    ) -> TaskPage:
+        check_listing(query, limit, after)
+        matching = sorted(
+            ((row[9], task_id) for task_id, row in self._rows.items()
+             if row[8] == query.space
+             and (query.context_key is None or row[7] == query.context_key)
+             and (query.state is None or row[6] == query.state)
+             and (query.updated_since is None or row[9] >= query.updated_since)),
+            reverse=True,
+        )
+        start = (matching if after is None else
+                 [key for key in matching if key < (after.updated, after.id)])
+        rows = start[:limit + 1]
+        found = [listed_task(partial(self._decode, task_id), task_id, updated)
+                 for updated, task_id in rows[:limit]]
+        more = len(rows) > limit
+        return TaskPage(
+            tasks=[task for task in found if task is not None],
+            total=len(matching),
+            next=TaskCursor(*rows[limit - 1]) if more else None,
+        )
+
+    def _decode(self, task_id: str) -> StoredTask:
+        return _codec.decode(*self._rows[task_id][:6], task_id=task_id)
 
     async def unfinished(self) -> list[StoredTask | UnreadableRow]:
         found: list[StoredTask | UnreadableRow] = []

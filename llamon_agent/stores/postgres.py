@@ -17,6 +17,7 @@ import asyncio
 import time
 from collections.abc import AsyncIterator, Collection, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
+from functools import partial
 from typing import Any
 
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
@@ -30,7 +31,17 @@ from ..human_review.postgres import DECISION_ORDER as REVIEW_DECISION_ORDER
 from ..human_review.postgres import SCHEMA as REVIEWS_SCHEMA
 from ..human_review.postgres import PostgresReviewPort
 from . import _codec
-from .base import DeletedTask, Prunable, StoredTask, UnreadableRow
+from .base import (
+    DeletedTask,
+    Prunable,
+    StoredTask,
+    TaskCursor,
+    TaskPage,
+    TaskQuery,
+    UnreadableRow,
+    check_listing,
+    listed_task,
+)
 from .push_postgres import SCHEMA as PUSH_SCHEMA
 
 __all__ = ["MIGRATIONS", "PostgresTaskStore", "migrate", "open_postgres"]
@@ -71,6 +82,13 @@ MIGRATIONS: tuple[str, ...] = (
     # retention deletes the reviews of deleted tasks (docs/operations.md, "Retention")
     "CREATE INDEX IF NOT EXISTS llamon_reviews_task ON llamon_reviews (task_id);",
     PUSH_SCHEMA,  # push notification configs and deliveries (docs/operations.md)
+    # ListTasks (A2A): one owner's tasks newest update first, a page at a time in index
+    # order; ids in code point order ("C"), as in memory and on SQLite, whatever the
+    # database's collation
+    """
+    CREATE INDEX IF NOT EXISTS llamon_tasks_recent
+        ON llamon_tasks (space, updated DESC, id COLLATE "C" DESC);
+    """,
 )
 _MIGRATIONS_TABLE = "CREATE TABLE IF NOT EXISTS llamon_migrations (v INTEGER PRIMARY KEY)"
 _LOCK_POLL = 0.05  # seconds between attempts at the schema lock
@@ -130,6 +148,21 @@ def _decode_or_unreadable(row: Sequence[Any]) -> StoredTask | UnreadableRow:
         return UnreadableRow(row[6], row[7], row[1], row[2], exc.detail)
 
 
+def _listing(query: TaskQuery) -> tuple[str, tuple[Any, ...]]:
+    """The condition ``query`` puts on rows (``llamon_tasks_recent`` serves it) and its
+    values."""
+    where = "space = %s"
+    params: list[Any] = [query.space]
+    for column, value in (("context_id", query.context_key), ("state", query.state)):
+        if value is not None:
+            where += f" AND {column} = %s"
+            params.append(value)
+    if query.updated_since is not None:
+        where += " AND updated >= %s"
+        params.append(query.updated_since)
+    return where, tuple(params)
+
+
 class PostgresTaskStore:
     """Every ``save`` commits before it returns: a task the client saw is durable."""
 
@@ -163,6 +196,39 @@ class PostgresTaskStore:
             (context_key,),
         )
         return _decode(rows[0]) if rows else None
+
+    async def list_tasks(
+        self, query: TaskQuery, limit: int, after: TaskCursor | None = None
+    ) -> TaskPage:
+        check_listing(query, limit, after)
+        if any("\x00" in value for value in (query.space, query.context_key, query.state)
+               if value is not None):
+            return TaskPage([], 0, None)  # no text column holds NUL (as in ``get``)
+        where, params = _listing(query)
+        page_where, page_params = where, params
+        if after is not None:
+            # no stored id holds NUL either, and NUL sorts first: an id is before "b\x00..."
+            # exactly when it is "b" or before it
+            prefix, nul, _ = after.id.partition("\x00")
+            page_where += f' AND (updated, id COLLATE "C") {"<=" if nul else "<"} (%s, %s)'
+            page_params = (*params, after.updated, prefix)
+        async with self._pool.connection() as conn, conn.cursor(row_factory=tuple_row) as cur:
+            await cur.execute(f"SELECT COUNT(*) FROM llamon_tasks WHERE {where}", params)
+            counted = await cur.fetchone()
+            await cur.execute(
+                f"SELECT {_COLUMNS}, updated FROM llamon_tasks WHERE {page_where}"
+                ' ORDER BY updated DESC, id COLLATE "C" DESC LIMIT %s',
+                (*page_params, limit + 1),
+            )
+            rows = await cur.fetchall()
+        found = [listed_task(partial(_decode, row), row[6], float(row[8]))
+                 for row in rows[:limit]]
+        last = rows[limit - 1] if len(rows) > limit else None
+        return TaskPage(
+            tasks=[task for task in found if task is not None],
+            total=int(counted[0]) if counted is not None else 0,
+            next=None if last is None else TaskCursor(float(last[8]), last[6]),
+        )
 
     async def unfinished(self) -> list[StoredTask | UnreadableRow]:
         rows = await self._rows(

@@ -15,6 +15,7 @@ import json
 import sqlite3
 import time
 from collections.abc import AsyncIterator, Collection, Sequence
+from functools import partial
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -31,7 +32,17 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from ..a2a.types import RUNNING_STATES, TERMINAL_STATES
 from ..errors import UnreadableTaskError
 from . import _codec
-from .base import DeletedTask, Prunable, StoredTask, UnreadableRow
+from .base import (
+    DeletedTask,
+    Prunable,
+    StoredTask,
+    TaskCursor,
+    TaskPage,
+    TaskQuery,
+    UnreadableRow,
+    check_listing,
+    listed_task,
+)
 from .offload import LARGE_BYTES, Offload
 
 __all__ = ["InlineSqliteSaver", "SQLiteTaskStore", "connect"]
@@ -71,6 +82,13 @@ _EXPIRY_INDEX = (
     "CREATE INDEX IF NOT EXISTS llamon_tasks_expiry ON llamon_tasks (expires_at)"
     " WHERE expires_at IS NOT NULL"
 )
+#: ListTasks reads one owner's tasks newest update first, a page at a time, in index order
+#: (ids compare as UTF-8 bytes, SQLite's BINARY: code point order, as in memory and on
+#: PostgreSQL)
+_RECENT_INDEX = (
+    "CREATE INDEX IF NOT EXISTS llamon_tasks_recent"
+    " ON llamon_tasks (space, updated DESC, id DESC)"
+)
 
 _RUNNING = tuple(sorted(RUNNING_STATES))
 _RUNNING_MARKS = ", ".join("?" * len(_RUNNING))
@@ -94,6 +112,20 @@ def _decode_or_unreadable(row: Sequence[Any]) -> StoredTask | UnreadableRow:
         return _decode(row)
     except UnreadableTaskError as exc:
         return UnreadableRow(row[6], row[7], row[1], row[2], exc.detail)
+
+
+def _listing(query: TaskQuery) -> tuple[str, tuple[Any, ...]]:
+    """The condition ``query`` puts on rows (``_RECENT_INDEX`` serves it) and its values."""
+    where = "space = ?"
+    params: list[Any] = [query.space]
+    for column, value in (("context_id", query.context_key), ("state", query.state)):
+        if value is not None:
+            where += f" AND {column} = ?"
+            params.append(value)
+    if query.updated_since is not None:
+        where += " AND updated >= ?"
+        params.append(query.updated_since)
+    return where, tuple(params)
 
 
 _UPSERT_TASK = (
@@ -185,6 +217,7 @@ class SQLiteTaskStore:
         conn.execute(_SPACE_INDEX)
         conn.execute(_EXPIRY_INDEX)
         conn.execute(_ENDED_INDEX)
+        conn.execute(_RECENT_INDEX)
         conn.commit()
         self._incremental = conn.execute("PRAGMA auto_vacuum").fetchone()[0] == _INCREMENTAL
         row = conn.execute("SELECT COALESCE(MAX(created), 0) FROM llamon_tasks").fetchone()
@@ -218,6 +251,34 @@ class SQLiteTaskStore:
             (context_key,),
         ).fetchone()
         return None if row is None else await _decoded(row)
+
+    async def list_tasks(
+        self, query: TaskQuery, limit: int, after: TaskCursor | None = None
+    ) -> TaskPage:
+        check_listing(query, limit, after)
+        where, params = _listing(query)
+        total = self._conn.execute(
+            f"SELECT COUNT(*) FROM llamon_tasks WHERE {where}", params
+        ).fetchone()[0]
+        if after is not None:
+            where += " AND (updated, id) < (?, ?)"
+            params = (*params, after.updated, after.id)
+        rows = self._conn.execute(
+            f"SELECT {_COLUMNS}, updated FROM llamon_tasks WHERE {where}"
+            " ORDER BY updated DESC, id DESC LIMIT ?",
+            (*params, limit + 1),
+        ).fetchall()
+        found = []
+        for row in rows[:limit]:
+            if len(row[0]) >= LARGE_BYTES:
+                await asyncio.sleep(0)  # as in ``_decoded``: ready requests go first
+            found.append(listed_task(partial(_decode, row), row[6], float(row[8])))
+        last = rows[limit - 1] if len(rows) > limit else None
+        return TaskPage(
+            tasks=[task for task in found if task is not None],
+            total=int(total),
+            next=None if last is None else TaskCursor(float(last[8]), last[6]),
+        )
 
     async def unfinished(self) -> list[StoredTask | UnreadableRow]:
         rows = self._conn.execute(

@@ -24,6 +24,7 @@ import pytest
 from asgi_lifespan import LifespanManager
 
 from tests.conftest import ROOT, A2AClient, assert_valid, parse_sse, serve
+from tests.proto import assert_proto
 
 README = ROOT / "README.md"
 _FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.S | re.M)
@@ -100,6 +101,21 @@ async def _rpc(client: A2AClient, curl: Curl) -> dict[str, Any]:
     return body["result"]
 
 
+async def _rpc_v1(client: A2AClient, curl: Curl) -> dict[str, Any]:
+    """An A2A v1.0 call of the README: its curl names the version, its result is a strict
+    ProtoJSON ``SendMessageResponse`` holding a task; the task is returned."""
+    assert curl.headers["A2A-Version"] == "1.0"
+    response = await _post(client, curl)
+    assert response.status_code == 200
+    body: dict[str, Any] = response.json()
+    assert body["id"] == curl.body["id"]
+    assert "error" not in body, body
+    assert_proto("SendMessageResponse", body["result"])
+    assert list(body["result"]) == ["task"]
+    task: dict[str, Any] = body["result"]["task"]
+    return task
+
+
 def _run(code: str, name: str, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     """Run an example as a module of its own: LangGraph resolves a state's type hints through
     ``sys.modules[State.__module__]``, as it would for the reader's ``mymodule``."""
@@ -113,6 +129,17 @@ def _hitl(task: dict[str, Any]) -> dict[str, Any]:
     parts = task["status"]["message"]["parts"]
     assert parts[0]["kind"] == "text"
     hitl: dict[str, Any] = parts[1]["data"]["hitl"]
+    return hitl
+
+
+def _hitl_v1(task: dict[str, Any]) -> dict[str, Any]:
+    """The question of a v1.0 task: a text part with the question, then the ``hitl`` data part."""
+    message = task["status"]["message"]
+    assert message["role"] == "ROLE_AGENT"
+    text, data = message["parts"]
+    assert list(text) == ["text"] and list(data) == ["data"]
+    hitl: dict[str, Any] = data["data"]["hitl"]
+    assert text["text"] == hitl["question"]
     return hitl
 
 
@@ -192,6 +219,61 @@ async def test_the_seeds_conversation_asks_twice_and_completes_with_the_result()
     data = [p["data"] for p in artifact["parts"] if p["kind"] == "data"]
     assert data == [{"doc_type": "passport", "birthday": "1990-01-01"}]
     assert any(p["kind"] == "text" for p in artifact["parts"])
+
+
+async def test_the_seeds_conversation_in_v1_0_asks_twice_and_completes_with_the_result() -> None:
+    from app.main import AGENTS
+
+    curls = [*_curls('"id": "v1-001"'), *_curls('"id": "v1-002"')]
+    assert [c.body["id"] for c in curls] == ["v1-001", "v1-002", "v1-003"]
+    assert {c.body["method"] for c in curls} == {"SendMessage"}
+    async with serve(AGENTS) as client:
+        asked = await _rpc_v1(client, curls[0])
+        assert asked["contextId"] == "case-789"
+        assert asked["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+        hitl = _hitl_v1(asked)
+        assert hitl["schema"] == "llamon.hitl.question.v1"
+        assert hitl["question"] == "어떤 서류를 검증할까요?"
+        assert hitl["options"] == ["passport", "id_card"]
+        assert [c["label"] for c in hitl["choices"]] == ["여권", "주민등록증"]
+        assert asked["status"]["message"]["metadata"]["interruptId"]
+
+        birthday = await _rpc_v1(client, curls[1])
+        assert birthday["id"] == asked["id"]
+        assert birthday["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+        assert _hitl_v1(birthday)["question"] == "생년월일을 알려주세요."
+
+        done = await _rpc_v1(client, curls[2])
+    assert done["id"] == asked["id"] and done["status"]["state"] == "TASK_STATE_COMPLETED"
+    (artifact,) = done["artifacts"]
+    assert artifact["name"] == "result"
+    assert [p["data"] for p in artifact["parts"] if "data" in p] == [
+        {"doc_type": "passport", "birthday": "1990-01-01"}]
+    assert any("text" in p for p in artifact["parts"])
+
+
+async def test_both_versions_ask_the_same_question() -> None:
+    """docs/versions.md: the same question text and ``hitl`` data part in v0.3 and v1.0; and
+    a question asked in one version is answered in the other (the README says it may be)."""
+    from app.main import AGENTS
+
+    (ask_v03,) = _curls('"id": "hitl-001"')
+    answer_v03 = _curls('"id": "hitl-002"', without="INTERRUPT_ID")[0]
+    (ask_v1,) = _curls('"id": "v1-001"')
+    answer_v1 = _curls('"id": "v1-002"')[0]
+    async with serve(AGENTS) as client:
+        asked_v03 = await _rpc(client, ask_v03)
+        asked_v1 = await _rpc_v1(client, ask_v1)
+        answered_v1 = await _rpc_v1(client, Curl(
+            answer_v1.path, answer_v1.headers, _sub(answer_v1.body, "case-789", "case-123")))
+        answered_v03 = await _rpc(client, Curl(
+            answer_v03.path, answer_v03.headers, _sub(answer_v03.body, "case-123", "case-789")))
+    assert _hitl_v1(asked_v1) == _hitl(asked_v03)
+    assert asked_v1["status"]["message"]["parts"][0]["text"] == \
+        asked_v03["status"]["message"]["parts"][0]["text"]
+    assert answered_v1["id"] == asked_v03["id"] and answered_v03["id"] == asked_v1["id"]
+    assert _hitl_v1(answered_v1)["question"] == "생년월일을 알려주세요."
+    assert _hitl(answered_v03)["question"] == "생년월일을 알려주세요."
 
 
 async def test_the_streamed_conversation_ends_with_the_question_as_the_final_event() -> None:

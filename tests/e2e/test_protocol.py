@@ -200,7 +200,7 @@ async def test_method_not_a_string_is_invalid_request_with_id(
 
 
 @pytest.mark.parametrize(
-    "method", ["tasks/list", "no/such-method", "SendMessage", "GetTask", "message/Send", ""]
+    "method", ["tasks/list", "no/such-method", "sendMessage", "Get_Task", "message/Send", ""]
 )
 async def test_unknown_methods_are_method_not_found(client: A2AClient, method: str) -> None:
     assert_error(await client.call(method, {"id": "x"}, 31), -32601, 31)
@@ -216,12 +216,23 @@ async def test_request_id_is_echoed_with_its_type(client: A2AClient, request_id:
     assert_error(error_body, -32001, request_id)
 
 
-@pytest.mark.parametrize("version", ["0.3", "", "1.0"])
-async def test_a2a_version_header_is_tolerated(client: A2AClient, version: str) -> None:
+@pytest.mark.parametrize("version", ["0.3", "", "0.3.0", " 0.3 "])
+async def test_a2a_version_header_naming_0_3_is_served(client: A2AClient, version: str) -> None:
     request = rpc("message/send", send_params("hi", context_id=new_context()), "h1")
     body = await post_raw(client, json.dumps(request).encode(), {"A2A-Version": version})
     task = assert_success(body, "SendMessageSuccessResponse", "h1")
     assert_document_question(task)
+
+
+async def test_a_v0_3_method_in_a_request_naming_1_0_is_version_not_supported(
+    client: A2AClient,
+) -> None:
+    """As the official SDK: the header names the version, and message/send is not v1.0's."""
+    request = rpc("message/send", send_params("hi", context_id=new_context()), "h2")
+    body = await post_raw(client, json.dumps(request).encode(), {"A2A-Version": "1.0"})
+    assert body["id"] == "h2"
+    assert body["error"]["code"] == -32009
+    assert body["error"]["data"][0]["reason"] == "VERSION_NOT_SUPPORTED"
 
 
 async def test_content_type_with_charset_is_accepted(client: A2AClient) -> None:
@@ -699,11 +710,12 @@ async def test_agent_card(client: A2AClient, path: str) -> None:
 async def test_both_card_paths_serve_the_same_card(client: A2AClient) -> None:
     primary = await client.http.get("/.well-known/agent-card.json")
     legacy = await client.http.get("/.well-known/agent.json")
-    # a v1.0 client sends A2A-Version: 1.0 on the card GET; the v0.3 card is still served
-    versioned = await client.http.get(
-        "/.well-known/agent-card.json", headers={"A2A-Version": "1.0"}
+    # a client naming another version than 0.3 and 1.0 gets the card every client reads
+    unknown = await client.http.get(
+        "/.well-known/agent-card.json", headers={"A2A-Version": "7.1"}
     )
-    assert primary.json() == legacy.json() == versioned.json()
+    assert primary.json() == legacy.json() == unknown.json()
+    assert primary.headers["vary"] == "A2A-Version"
 
 
 async def test_agent_card_matches_reality(client: A2AClient) -> None:
