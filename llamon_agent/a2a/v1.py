@@ -5,7 +5,7 @@ Validated once at the JSON-RPC edge, like the v0.3 types (``a2a/types.py``), the
 those (``a2a/v1_convert.py``): the runtime knows one task model, whichever version a client
 speaks. ProtoJSON parsers accept a field's JSON name and its proto name, an enum's name or its
 number, and an integer as a JSON number or a decimal string; so do these models.
-``tests/sdk1/test_proto_fields.py`` checks every field here against the proto.
+``tests/test_spec_copy.py`` checks every field here against the proto.
 """
 
 from __future__ import annotations
