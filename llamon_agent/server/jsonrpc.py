@@ -34,7 +34,7 @@ from ..errors import (
     UnsupportedOperationError,
 )
 from ..push.guard import Origin
-from ..runtime.events import Event
+from ..runtime.events import Event, one_snapshot
 from ..runtime.tasks import TaskManager
 from . import jsonrpc_v1, push_methods, versions
 from .a2a_limits import check_params
@@ -265,6 +265,15 @@ def v1_event(payload: Any) -> Any:
 async def open_stream(
     manager: TaskManager, request: Request, last_event_id: int | None,
     *, language: str | None = None, space: str = ANONYMOUS, own: Sequence[Origin] = (),
+) -> AsyncIterator[Event]:
+    events = await _events(manager, request, last_event_id, language, space, own)
+    live = request.method == "message/stream" or last_event_id is None
+    return one_snapshot(events) if live else events
+
+
+async def _events(
+    manager: TaskManager, request: Request, last_event_id: int | None, language: str | None,
+    space: str, own: Sequence[Origin],
 ) -> AsyncIterator[Event]:
     if request.method == "message/stream":
         await push_methods.vet_message(manager, request.params, own)
