@@ -62,6 +62,26 @@ def test_the_card_lists_both_versions_and_keeps_the_v03_fields(
     assert (card["protocolVersion"], card["preferredTransport"]) == ("0.3.0", "JSONRPC")
 
 
+def test_a_client_asking_for_1_0_gets_the_pure_v1_card_and_the_1x_client_uses_it(
+    driver: Driver, server: Server
+) -> None:
+    """The same client reads both forms: the document every client reads (above, fetched
+    without A2A-Version) and v1.0's own, fetched with ``A2A-Version: 1.0``."""
+    client = Sdk1Client(driver, "pure-v1-card")
+    connected = client.connect(server.url, streaming=False, headers={"A2A-Version": "1.0"})
+    try:
+        card = connected.wire[0].response
+        assert not {"url", "protocolVersion", "preferredTransport",
+                    "supportsAuthenticatedExtendedCard"} & set(card), card
+        assert card["capabilities"]["extendedAgentCard"] is False
+        assert (connected.transport, connected.interface["protocolVersion"]) == \
+            ("JsonRpcTransport", "1.0")
+        asked = client.send(user_message(text("이 서류를 검증해줘")))
+        assert question(asked.done)[0] == "어떤 서류를 검증할까요?"
+    finally:
+        client.close()
+
+
 @STREAMING
 @pytest.mark.parametrize("mode", MODES)
 def test_document_review(driver: Driver, server: Server, streaming: bool, mode: str) -> None:
