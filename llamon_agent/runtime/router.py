@@ -161,7 +161,9 @@ class Router:
         """The task the message is for: the one it names, else the context's open task."""
         if message.task_id is None:
             return latest if latest is not None and latest.state not in TERMINAL_STATES else None
-        target = await self._store.get(message.task_id)
+        # the context's latest task, read under the claim, is the one an answer usually names
+        target = latest if latest is not None and latest.id == message.task_id \
+            else await self._store.get(message.task_id)
         if target is None or target.space != space:  # stored a moment ago, or lost with a
             # turn a restart dropped
             raise TaskNotFoundError(data={"taskId": message.task_id})

@@ -71,6 +71,8 @@ _SEEN = (
     "UPDATE llamon_push_configs SET seen_seq = %s, done = done OR %s"
     " WHERE task_id = %s AND seen_seq < %s RETURNING config_id"
 )
+#: whether any config of the task has not seen this change: most tasks have no config at all
+_ANY_UNSEEN = "SELECT 1 FROM llamon_push_configs WHERE task_id = %s AND seen_seq < %s LIMIT 1"
 _INSERT = (
     "INSERT INTO llamon_push_deliveries (task_id, config_id, seq, state, body, status, next_at,"
     " created, updated) VALUES (%s, %s, %s, %s, %s, 'pending', %s, %s, %s)"
@@ -147,6 +149,11 @@ class PostgresPushStore:
         if record.state not in NOTIFIED_STATES:
             return []
         seq = record.event_seq
+        # one read instead of a transaction (BEGIN, UPDATE, COMMIT: three round trips on
+        # every saved state of every task): a config created while this read ran is found by
+        # the reconciliation sweep (``stale_tasks``), as a failed enqueue is
+        if not await self._rows(_ANY_UNSEEN, (record.id, seq)):
+            return []
         async with self._pool.connection() as conn, conn.transaction(), \
                 conn.cursor(row_factory=tuple_row) as cur:
             await cur.execute(_SEEN, (seq, record.state in TERMINAL_STATES, record.id, seq))

@@ -14,8 +14,11 @@ import pytest
 
 from tests.conftest import ROOT
 
+# hidden folders are not ours: the virtual environments the tests and benchmarks create
+# (tests/.venvs, bench/.venvs) hold other projects' files
 _SOURCES = [p for d in ("llamon_agent", "app", "tests", "bench")
-            for p in sorted((ROOT / d).rglob("*")) if p.suffix in {".py", ".md"}]
+            for p in sorted((ROOT / d).rglob("*")) if p.suffix in {".py", ".md"}
+            and not any(part.startswith(".") for part in p.relative_to(ROOT / d).parts)]
 _OUTSIDE = re.compile(
     r"a2a-v0\.3\.md|langgraph-hitl\.md|seeds-digest|peers\.md|\bshared/(?:docs|spec)/"
     r"|\bSeed [A-D]\b"

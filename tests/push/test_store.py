@@ -144,3 +144,39 @@ def test_delivery_ids_are_stable_and_distinct() -> None:
     assert one.delivery_id == DeliveryKey("t", "c", 3).delivery_id
     assert len({one.delivery_id, DeliveryKey("t", "c", 4).delivery_id,
                 DeliveryKey("t", "d", 3).delivery_id, DeliveryKey("u", "c", 3).delivery_id}) == 4
+
+
+async def test_a_task_without_configs_costs_one_read_and_no_transaction(
+    two: tuple[Storage, Storage], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Every saved state of every task is offered to the push store: on PostgreSQL, a task
+    with no config (nearly all of them) must not pay a transaction (BEGIN, UPDATE, COMMIT);
+    a config set behind that read's back is enqueued by the reconciliation."""
+    storage = two[0]
+    task = record("t5", "input-required", 2)
+    await storage.tasks.save(task)
+    sent: list[str] = []
+    if storage.db.startswith("postgres"):
+        import psycopg
+
+        execute, command = psycopg.AsyncCursor.execute, psycopg.AsyncConnection._exec_command
+
+        def counted_execute(self: object, query: object, *args: object, **kwargs: object) -> object:
+            sent.append(str(query))
+            return execute(self, query, *args, **kwargs)  # type: ignore[arg-type]
+
+        def counted_command(self: object, query: object, *args: object, **kwargs: object) -> object:
+            sent.append(query.decode() if isinstance(query, bytes) else str(query))
+            return (yield from command(self, query, *args, **kwargs))  # type: ignore[arg-type]
+
+        monkeypatch.setattr(psycopg.AsyncCursor, "execute", counted_execute)
+        monkeypatch.setattr(psycopg.AsyncConnection, "_exec_command", counted_command)
+    assert await storage.push.enqueue(task, lambda: b"{}", 1.0) == []
+    if storage.db.startswith("postgres"):
+        assert len(sent) == 1 and sent[0].lstrip().upper().startswith("SELECT"), sent
+        monkeypatch.undo()
+    # the config arrives as if between that read and the save: the sweep's query finds it
+    await storage.push.put_config(record("t5", "working", 1), hook("a"), max_configs=5)
+    assert "t5" in await storage.push.stale_tasks(100)
+    keys = await storage.push.enqueue(task, lambda: b"{}", 2.0)
+    assert [k.config_id for k in keys] == ["a"]
