@@ -6,6 +6,7 @@ everything inside the SDK works on these typed objects. ``to_wire()`` gives the 
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -38,6 +39,7 @@ __all__ = [
     "TaskStatusUpdateEvent",
     "TextPart",
     "WireModel",
+    "is_base64",
 ]
 
 TaskState = Literal[
@@ -56,6 +58,23 @@ TERMINAL_STATES: frozenset[str] = frozenset({"completed", "canceled", "failed", 
 #: a run is under way (or was, when a stopped process left it): recovery picks these up
 RUNNING_STATES: frozenset[str] = frozenset({"submitted", "working"})
 INTERRUPTED_STATES: frozenset[str] = frozenset({"input-required", "auth-required"})
+
+
+# the standard alphabet or the URL-safe one (ProtoJSON reads both), padded or not
+_BASE64 = re.compile(r"(?:[A-Za-z0-9+/]*|[A-Za-z0-9_-]*)(={0,2})")
+
+
+def is_base64(text: str) -> bool:
+    """Whether ``text`` is base64 a decoder reads: one alphabet, and a length (with its
+    padding, if any) that whole bytes make."""
+    match = _BASE64.fullmatch(text)
+    if match is None:
+        return False
+    padding = len(match.group(1))
+    body = len(text) - padding
+    if padding:
+        return len(text) % 4 == 0 and body % 4 == 4 - padding
+    return body % 4 != 1
 
 
 class WireModel(BaseModel):

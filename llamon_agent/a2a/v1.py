@@ -14,7 +14,7 @@ from typing import Annotated, Any
 
 from pydantic import BeforeValidator, Field, model_validator
 
-from .types import WireModel
+from .types import WireModel, is_base64
 
 __all__ = [
     "ROLES",
@@ -104,6 +104,8 @@ class Part(WireModel):
         if len(given) != 1:
             raise ValueError("a part holds exactly one of 'text', 'raw', 'url' or 'data'"
                              + (f" (it has {', '.join(given)})" if given else ""))
+        if self.raw is not None and not is_base64(self.raw):
+            raise ValueError("'raw' must be base64 (standard or URL-safe)")
         return self
 
 

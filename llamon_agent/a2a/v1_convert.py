@@ -10,11 +10,13 @@ v0.3 has no place for is dropped, and docs/versions.md lists it: the ``mediaType
 
 from __future__ import annotations
 
+import base64
 from typing import Any
 
 from ..errors import InvalidParamsError
 from . import types as v03
 from . import v1
+from .types import is_base64
 
 __all__ = [
     "V03_STATE",
@@ -114,7 +116,12 @@ def _part_out(part: v03.TextPart | v03.FilePart | v03.DataPart) -> dict[str, Any
         out = {"data": part.data}
     else:
         file = part.file
-        out = {"raw": file.bytes} if file.bytes is not None else {"url": file.uri}
+        if file.bytes is None:
+            out = {"url": file.uri}
+        elif is_base64(file.bytes):
+            out = {"raw": file.bytes}
+        else:  # stored before the edge checked base64: its text is what the bytes are
+            out = {"raw": base64.b64encode(file.bytes.encode()).decode()}
         if file.mime_type:
             out["mediaType"] = file.mime_type
         if file.name:

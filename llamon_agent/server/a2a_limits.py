@@ -21,9 +21,10 @@ from ..a2a.types import (
     TaskIdParams,
     TaskPushNotificationConfig,
     TaskQueryParams,
+    is_base64,
 )
 from ..core.bounds import Limits, check_id, check_text, check_value
-from ..errors import LimitExceededError
+from ..errors import InvalidParamsError, LimitExceededError
 
 __all__ = ["check_message", "check_params", "check_push_config"]
 
@@ -124,6 +125,14 @@ def check_message(message: Message, limits: Limits, field: str) -> None:
                     f"{limits.max_file_bytes}",
                     limit="max_file_bytes", field=f"{where}.file.bytes",
                     maximum=limits.max_file_bytes,
+                )
+            if file.bytes is not None and not is_base64(file.bytes):
+                # stored as given, the file would be unreadable to every client (v1.0
+                # clients parse it as bytes)
+                raise InvalidParamsError(
+                    f"{where}.file.bytes must be base64",
+                    data={"errors": [{"field": f"{where}.file.bytes",
+                                      "message": "must be base64 (standard or URL-safe)"}]},
                 )
             for name, text in (("name", file.name), ("mimeType", file.mime_type),
                                ("uri", file.uri)):

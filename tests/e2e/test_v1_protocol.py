@@ -728,3 +728,58 @@ async def test_every_v1_0_method_is_served(http: httpx.AsyncClient) -> None:
         assert code in (-32001, -32602), (method, body)
         v1_error(body, code, method)
     assert json.dumps(await list_tasks(http))  # ListTasks, SendMessage and the streams: above
+
+
+@pytest.mark.parametrize("raw", ["not base64!", "abcde", "ab=", "QUJD+_ZA"],
+                         ids=["punctuation", "one-char-tail", "bad-padding", "mixed-alphabets"])
+async def test_raw_that_is_not_base64_is_invalid_params_and_stores_nothing(
+    http: httpx.AsyncClient, raw: str,
+) -> None:
+    context_id = new_context()
+    params = send_request("hi", context_id=context_id)
+    params["message"]["parts"].append({"raw": raw, "mediaType": "application/pdf"})
+    error = v1_error(await post(http, "SendMessage", params, "b"), -32602, "b", "INVALID_PARAMS")
+    assert any("raw" in v["description"] for v in violations(error)), error
+    assert (await list_tasks(http, contextId=context_id))["tasks"] == []
+
+
+@pytest.mark.parametrize("raw", ["QUJD", "QUI=", "QUI", "-_-_"],
+                         ids=["standard", "padded", "unpadded", "url-safe"])
+async def test_base64_raw_is_kept_and_read_in_both_versions(
+    http: httpx.AsyncClient, raw: str,
+) -> None:
+    params = send_request("hi", context_id=new_context())
+    params["message"]["parts"].append({"raw": raw, "mediaType": "application/pdf",
+                                       "filename": "a.pdf"})
+    task = await send(http, params)
+    assert task["history"][0]["parts"][1] == {"raw": raw, "mediaType": "application/pdf",
+                                              "filename": "a.pdf"}
+    old = (await http.post("/", json=rpc("tasks/get", {"id": task["id"]}))).json()["result"]
+    assert old["history"][0]["parts"][1] == {
+        "kind": "file", "file": {"bytes": raw, "mimeType": "application/pdf", "name": "a.pdf"}}
+
+
+async def test_v0_3_file_bytes_that_are_not_base64_are_invalid_params(
+    http: httpx.AsyncClient,
+) -> None:
+    """The same edge check over v0.3: a task stored with them would not read over v1.0."""
+    message = {"kind": "message", "messageId": str(uuid.uuid4()), "role": "user",
+               "parts": [{"kind": "file", "file": {"bytes": "not base64!"}}]}
+    body = (await http.post("/", json=rpc("message/send", {"message": message}, "o"))).json()
+    assert body["error"]["code"] == -32602, body
+    assert body["error"]["data"]["errors"][0]["field"].endswith("file.bytes"), body
+
+
+def test_a_file_stored_before_the_check_reads_over_v1_0_as_the_bytes_of_its_text() -> None:
+    """Tasks stored before the edge checked base64 may hold any text as a file's bytes; over
+    v1.0 that text's UTF-8 is the bytes (a strict reader takes nothing else)."""
+    from llamon_agent.a2a.types import Task
+    from llamon_agent.a2a.v1_convert import task_out
+
+    stored = Task.model_validate({
+        "id": "t", "contextId": "c", "status": {"state": "completed"},
+        "history": [{"kind": "message", "messageId": "m", "role": "user",
+                     "parts": [{"kind": "file", "file": {"bytes": "not base64!"}}]}]})
+    out = task_out(stored)
+    assert out["history"][0]["parts"] == [{"raw": "bm90IGJhc2U2NCE="}]
+    assert_proto("Task", out)

@@ -61,7 +61,9 @@ _METHODS: list[tuple[str | None, str]] = [
 _KINDS = ["soft", "hard", "valid", "hard", "valid", "soft", "hard", "valid", "hard", "valid"]
 _PUSH_KINDS = ["valid", "soft", "valid", "hard", "valid", "valid", "soft", "valid", "hard"]
 _STREAMING = frozenset({"message/stream", "tasks/resubscribe"})
-_UNKNOWN_METHODS = ["tasks/list", "SendMessage", "message/Send", "message/send ", "",
+#: names no version has ("SendMessage" is v1.0's: without ``A2A-Version: 1.0`` it is -32009,
+#: which ``test_jsonrpc_v1`` checks)
+_UNKNOWN_METHODS = ["tasks/list", "sendMessage", "message/Send", "message/send ", "",
                     "rpc.discover", "__proto__", "message/sendx", "tasks/get/", "a" * 300,
                     "\u202emessage/send", "message\x00/send"]
 

@@ -23,7 +23,8 @@ from .values import INT64_MIN, Deep, Raw
 from .wire import Reply
 
 #: JSON-RPC errors that mean the request never got past the envelope and params checks
-ENVELOPE_CODES = frozenset({-32700, -32600, -32601, -32602})
+#: (-32009: the method's A2A version is not the one the request names)
+ENVELOPE_CODES = frozenset({-32700, -32600, -32601, -32602, -32009})
 #: ``-32602`` reasons a handler gives after the envelope and the params passed: the push
 #: service's refusal of a webhook or a config, a config the task does not have
 HANDLER_REASONS = ("webhook refused", "push config refused", "unknown push notification config")

@@ -29,7 +29,9 @@ from hypothesis import strategies as st
 from tests.process.conftest import EXAMPLE_TARGET, start_server
 
 from .cases import RpcCase, decision_bodies, hostile_review_id, raw_bodies, rpc_cases
-from .checks import Stats, every_task_reads_back
+from .cases_v1 import RpcV1Case, rpc_v1_cases
+from .checks import Stats
+from .checks_v1 import every_task_reads_back_twice
 from .drive import (
     AUTHS,
     REVIEW_TARGETS,
@@ -43,10 +45,11 @@ from .drive import (
     raw_case,
     rpc_case,
 )
+from .drive_v1 import rpc_v1_case
 from .scene import Scene
 from .wire import OneConnection
 
-ENDPOINTS = ["rpc", "raw", "chat", "review", "decision"]
+ENDPOINTS = ["rpc", "rpc1", "raw", "chat", "review", "decision"]
 
 
 @dataclass
@@ -99,6 +102,12 @@ def run_endpoint(run: Run, endpoint: str, cases: int, run_seed: int) -> Stats:
         @given(case=rpc_cases(blocking_loans=False))
         def body(case: RpcCase) -> None:
             run.guarded(stats, lambda: rpc_case(served, case, stats))
+    elif endpoint == "rpc1":
+        stats.name = "JSON-RPC v1.0, generated from a2a.proto"
+
+        @given(case=rpc_v1_cases(blocking_loans=False))
+        def body(case: RpcV1Case) -> None:
+            run.guarded(stats, lambda: rpc_v1_case(served, case, stats))
     elif endpoint == "raw":
         stats.name = "JSON-RPC, malformed bodies"
 
@@ -153,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
             stats = run_endpoint(run, endpoint, cases, args.seed)
             results.append((stats, time.monotonic() - begun))
             print(f"{stats.line()} [{results[-1][1]:.0f} s]", flush=True)
-        stored = every_task_reads_back(run.served.scene.rpc, db)
+        stored = every_task_reads_back_twice(run.served.scene.rpc, run.served.wire, db)
         alive = server.proc.poll() is None
         wire_state = run.served.wire
         assert isinstance(wire_state, OneConnection)
@@ -163,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     print("\n== long fuzz run ==")
     for stats, seconds in results:
         print(f"{stats.line()} [{seconds:.0f} s]")
-    print(f"stored tasks read back (tasks/get and SQLiteTaskStore.get): {stored}")
+    print(f"stored tasks read back (tasks/get, GetTask and SQLiteTaskStore.get): {stored}")
     print(f"server alive at the end: {alive}; connections opened: {len(wire_state.ports)} "
           f"(+{run.reconnects} after violations), closes the server announced: "
           f"{wire_state.announced_closes}")
