@@ -249,11 +249,12 @@ async def _run(
         return await jsonrpc_v1.list_tasks(manager, request.params, space)
     if request.method in push_methods.PUSH_METHODS:
         return await push_methods.call(manager, request.method, request.params, space=space,
-                                       own=own)
+                                       own=own, v1=request.version == V1_0)
     if request.method == "agent/getAuthenticatedExtendedCard":
         raise AuthenticatedExtendedCardNotConfiguredError()
     if request.method == "message/send":
-        await push_methods.vet_message(manager, request.params, own)
+        await push_methods.vet_message(manager, request.params, own,
+                                       v1=request.version == V1_0)
     return await _HANDLERS[request.method](manager, request.params, language, space)
 
 
@@ -276,7 +277,8 @@ async def _events(
     space: str, own: Sequence[Origin],
 ) -> AsyncIterator[Event]:
     if request.method == "message/stream":
-        await push_methods.vet_message(manager, request.params, own)
+        await push_methods.vet_message(manager, request.params, own,
+                                       v1=request.version == V1_0)
         return await manager.stream(request.params, language=language, space=space)
     if request.version == V1_0 and last_event_id is None:
         # v1.0: subscribing to an ended task is -32004 (v0.3 answers its last status); a

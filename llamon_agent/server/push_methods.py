@@ -56,11 +56,13 @@ def _push(manager: TaskManager) -> PushNotifications:
 
 
 async def call(manager: TaskManager, method: str, params: Any, *, space: str,
-               own: Sequence[Origin]) -> Any:
+               own: Sequence[Origin], v1: bool = False) -> Any:
+    """``v1``: the request speaks A2A v1.0, whose config is flat (``params.url``): errors
+    name its fields."""
     push = _push(manager)
     if isinstance(params, TaskPushNotificationConfig):
         record = await manager.owned(params.task_id, space=space)
-        field = "params.pushNotificationConfig"
+        field = "params" if v1 else "params.pushNotificationConfig"
         await push.vet(params.push_notification_config, field, own)
         return await push.set(record, params.push_notification_config, field)
     record = await manager.owned(params.id, space=space)
@@ -73,8 +75,10 @@ async def call(manager: TaskManager, method: str, params: Any, *, space: str,
 
 
 async def vet_message(manager: TaskManager, params: MessageSendParams,
-                      own: Sequence[Origin]) -> None:
-    """The webhook of ``configuration.pushNotificationConfig``, before anything is routed."""
+                      own: Sequence[Origin], *, v1: bool = False) -> None:
+    """The webhook of ``configuration.pushNotificationConfig`` (v1.0:
+    ``taskPushNotificationConfig``), before anything is routed."""
     config = params.configuration.push_notification_config if params.configuration else None
     if config is not None:
-        await _push(manager).vet(config, "params.configuration.pushNotificationConfig", own)
+        name = "taskPushNotificationConfig" if v1 else "pushNotificationConfig"
+        await _push(manager).vet(config, f"params.configuration.{name}", own)

@@ -571,6 +571,12 @@ async def test_a_webhook_on_a_private_address_is_refused_in_v1_0() -> None:
                           {"taskId": task["id"], "url": "http://127.0.0.1/hook"})
         error = v1_error(body, -32602, reason="INVALID_PARAMS")
         assert error["data"][0]["metadata"]["reason"].endswith("loopback address"), error
+        assert error["data"][0]["metadata"]["field"] == "params.url", error  # v1.0's name
+        sent = send_request("hi", context_id=new_context(), configuration={
+            "taskPushNotificationConfig": {"url": "http://127.0.0.1/hook"}})
+        error = v1_error(await post(http, "SendMessage", sent), -32602, reason="INVALID_PARAMS")
+        assert error["data"][0]["metadata"]["field"] == \
+            "params.configuration.taskPushNotificationConfig.url", error
         listed = result_of(await post(http, "ListTaskPushNotificationConfigs",
                                       {"taskId": task["id"]}),
                            "ListTaskPushNotificationConfigsResponse")
