@@ -15,7 +15,7 @@ from ..errors import UnreadableTaskError
 
 __all__ = ["LIST_LIMIT", "DeletedTask", "Expiry", "ListedTask", "Pending", "Prunable",
            "StoredTask", "TaskCursor", "TaskPage", "TaskQuery", "TaskStore", "UnreadableRow",
-           "check_listing", "listed_task"]
+           "check_listing", "listed_task", "listing_condition"]
 
 log = logging.getLogger(__name__)
 
@@ -176,6 +176,22 @@ class TaskPage:
     tasks: list[ListedTask]  # readable tasks of this page, newest update first
     total: int  # how many tasks match the query in all (every page), readable or not
     next: TaskCursor | None  # None on the last page
+
+
+def listing_condition(query: TaskQuery, mark: str) -> tuple[str, tuple[Any, ...]]:
+    """The SQL condition ``query`` puts on task rows and its values; ``mark`` is the driver's
+    placeholder (``?`` for SQLite, ``%s`` for psycopg). The columns are fixed here, never
+    taken from the query."""
+    where = f"space = {mark}"
+    params: list[Any] = [query.space]
+    for column, value in (("context_id", query.context_key), ("state", query.state)):
+        if value is not None:
+            where += f" AND {column} = {mark}"
+            params.append(value)
+    if query.updated_since is not None:
+        where += f" AND updated >= {mark}"
+        params.append(query.updated_since)
+    return where, tuple(params)
 
 
 def check_listing(query: TaskQuery, limit: int, after: TaskCursor | None) -> None:

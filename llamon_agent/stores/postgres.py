@@ -41,6 +41,7 @@ from .base import (
     UnreadableRow,
     check_listing,
     listed_task,
+    listing_condition,
 )
 from .push_postgres import SCHEMA as PUSH_SCHEMA
 
@@ -148,21 +149,6 @@ def _decode_or_unreadable(row: Sequence[Any]) -> StoredTask | UnreadableRow:
         return UnreadableRow(row[6], row[7], row[1], row[2], exc.detail)
 
 
-def _listing(query: TaskQuery) -> tuple[str, tuple[Any, ...]]:
-    """The condition ``query`` puts on rows (``llamon_tasks_recent`` serves it) and its
-    values."""
-    where = "space = %s"
-    params: list[Any] = [query.space]
-    for column, value in (("context_id", query.context_key), ("state", query.state)):
-        if value is not None:
-            where += f" AND {column} = %s"
-            params.append(value)
-    if query.updated_since is not None:
-        where += " AND updated >= %s"
-        params.append(query.updated_since)
-    return where, tuple(params)
-
-
 class PostgresTaskStore:
     """Every ``save`` commits before it returns: a task the client saw is durable."""
 
@@ -204,7 +190,7 @@ class PostgresTaskStore:
         if any("\x00" in value for value in (query.space, query.context_key, query.state)
                if value is not None):
             return TaskPage([], 0, None)  # no text column holds NUL (as in ``get``)
-        where, params = _listing(query)
+        where, params = listing_condition(query, "%s")
         page_where, page_params = where, params
         if after is not None:
             # no stored id holds NUL either, and NUL sorts first: an id is before "b\x00..."

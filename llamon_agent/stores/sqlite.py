@@ -42,6 +42,7 @@ from .base import (
     UnreadableRow,
     check_listing,
     listed_task,
+    listing_condition,
 )
 from .offload import LARGE_BYTES, Offload
 
@@ -112,20 +113,6 @@ def _decode_or_unreadable(row: Sequence[Any]) -> StoredTask | UnreadableRow:
         return _decode(row)
     except UnreadableTaskError as exc:
         return UnreadableRow(row[6], row[7], row[1], row[2], exc.detail)
-
-
-def _listing(query: TaskQuery) -> tuple[str, tuple[Any, ...]]:
-    """The condition ``query`` puts on rows (``_RECENT_INDEX`` serves it) and its values."""
-    where = "space = ?"
-    params: list[Any] = [query.space]
-    for column, value in (("context_id", query.context_key), ("state", query.state)):
-        if value is not None:
-            where += f" AND {column} = ?"
-            params.append(value)
-    if query.updated_since is not None:
-        where += " AND updated >= ?"
-        params.append(query.updated_since)
-    return where, tuple(params)
 
 
 _UPSERT_TASK = (
@@ -256,7 +243,7 @@ class SQLiteTaskStore:
         self, query: TaskQuery, limit: int, after: TaskCursor | None = None
     ) -> TaskPage:
         check_listing(query, limit, after)
-        where, params = _listing(query)
+        where, params = listing_condition(query, "?")
         total = self._conn.execute(
             f"SELECT COUNT(*) FROM llamon_tasks WHERE {where}", params
         ).fetchone()[0]
