@@ -60,9 +60,11 @@ class _HeldClaim(Claim):
     on_task: Callable[[_HeldClaim], None] | None = field(default=None, repr=False)
 
     def __setattr__(self, name: str, value: Any) -> None:
+        # the claim was taken for this task already: nothing to write
+        unchanged = name == "task_id" and name in self.__dict__ and self.__dict__[name] == value
         super().__setattr__(name, value)
         hook = self.__dict__.get("on_task")  # absent while the dataclass initialises
-        if name == "task_id" and hook is not None:
+        if name == "task_id" and hook is not None and not unchanged:
             hook(self)
 
 
@@ -127,7 +129,7 @@ class PostgresClaims:
 
     # ------------------------------------------------------------------ ContextClaims
 
-    async def acquire(self, key: str) -> Claim:
+    async def acquire(self, key: str, task_id: str | None = None) -> Claim:
         if self._heartbeat is None:
             raise RuntimeError("the claims are not running (use them as an async context)")
         owner = uuid.uuid4().hex
@@ -136,11 +138,12 @@ class PostgresClaims:
             try:
                 taken = await self._rows(
                     f"INSERT INTO {t} (key, owner, task_id, expires_at) "
-                    "VALUES (%s, %s, NULL, now() + make_interval(secs => %s)) "
-                    "ON CONFLICT (key) DO UPDATE SET owner = EXCLUDED.owner, task_id = NULL, "
+                    "VALUES (%s, %s, %s, now() + make_interval(secs => %s)) "
+                    "ON CONFLICT (key) DO UPDATE SET owner = EXCLUDED.owner, "
+                    "task_id = EXCLUDED.task_id, "
                     f"expires_at = EXCLUDED.expires_at WHERE {t}.expires_at < now() "
                     "RETURNING owner",
-                    (key, owner, self._lease),
+                    (key, owner, task_id, self._lease),
                 )
             except BaseException:
                 # cancelled (or failed) after the row may have committed: nobody would renew
@@ -148,7 +151,7 @@ class PostgresClaims:
                 self._delete_later(_HeldClaim(key, None, owner))
                 raise
             if taken:
-                claim = _HeldClaim(key, None, owner, on_task=self._note)
+                claim = _HeldClaim(key, task_id, owner, on_task=self._note)
                 self._held[owner] = claim
                 return claim
             holder = await self._rows(f"SELECT task_id FROM {t} WHERE key = %s", (key,))

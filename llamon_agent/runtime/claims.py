@@ -45,8 +45,10 @@ def busy_error(context_id: str, task_id: str | None) -> UnsupportedOperationErro
 
 
 class ContextClaims(Protocol):
-    async def acquire(self, key: str) -> Claim:
-        """The claim on the context ``key``; raises ``ClaimTaken`` while another holds it."""
+    async def acquire(self, key: str, task_id: str | None = None) -> Claim:
+        """The claim on the context ``key``; raises ``ClaimTaken`` while another holds it.
+        ``task_id``: the task the claim is for, when the caller knows it already (an answer
+        naming its task), so that it is written with the claim instead of after it."""
         ...
 
     async def release(self, claim: Claim) -> None:
@@ -67,11 +69,11 @@ class LocalClaims:
     def __init__(self) -> None:
         self._held: dict[str, Claim] = {}
 
-    async def acquire(self, key: str) -> Claim:
+    async def acquire(self, key: str, task_id: str | None = None) -> Claim:
         holder = self._held.get(key)
         if holder is not None:
             raise ClaimTaken(holder.task_id)
-        claim = self._held[key] = Claim(key)
+        claim = self._held[key] = Claim(key, task_id)
         return claim
 
     async def release(self, claim: Claim) -> None:

@@ -266,7 +266,8 @@ class TaskManager:
         if located.replayed is not None:
             return located.replayed
         try:
-            claim = await self._claims.acquire(context_key(space, located.context_id))
+            claim = await self._claims.acquire(context_key(space, located.context_id),
+                                               task_id=request.message.task_id)
         except ClaimTaken as taken:  # told with the client's own context id, never the key
             await self._router.refuse_if_stale(request, located.context_id)
             raise busy_error(located.context_id, taken.task_id) from None
