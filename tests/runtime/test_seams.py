@@ -33,8 +33,8 @@ class CountingClaims(LocalClaims):
         self.acquired: list[Claim] = []
         self.released: list[Claim] = []
 
-    async def acquire(self, context_id: str) -> Claim:
-        claim = await super().acquire(context_id)
+    async def acquire(self, context_id: str, task_id: str | None = None) -> Claim:
+        claim = await super().acquire(context_id, task_id)
         self.acquired.append(claim)
         return claim
 
