@@ -8,37 +8,19 @@ from typing import Any
 
 import httpx
 
-from tests.orchestrator.helpers import COLLATERAL_QUESTION
+from tests.orchestrator.helpers import QUESTION_PARTS
 from tests.process.conftest import Server
+from tests.runtime.helpers import BIRTHDAY_QUESTION as BIRTHDAY_QUESTION
+from tests.runtime.helpers import DOC_PAYLOAD
+from tests.runtime.helpers import DOC_QUESTION as DOC_QUESTION
 from tests.sdk1.client import Connected, Sent
 from tests.sdk1.wire import assert_v03_exchange, assert_v1_exchange
 
 DOC_REQUEST = "이 서류를 검증해줘"
-DOC_QUESTION = "어떤 서류를 검증할까요?"
-BIRTHDAY_QUESTION = "생년월일을 알려주세요."
 DOC_RESULT = {"doc_type": "passport", "birthday": "1990-01-01"}
-DOC_HITL = {
-    "schema": "llamon.hitl.question.v1",
-    "question": DOC_QUESTION,
-    "options": ["passport", "id_card"],
-    "choices": [
-        {"label": "여권", "value": "passport", "description": None},
-        {"label": "주민등록증", "value": "id_card", "description": None},
-    ],
-    "multi_select": False,
-    "free_text_allowed": True,
-}
-LOAN_HITL = {
-    "schema": "llamon.hitl.question.v1",
-    "question": COLLATERAL_QUESTION,
-    "options": ["yes", "no"],
-    "choices": [
-        {"label": "예", "value": "yes", "description": None},
-        {"label": "아니오", "value": "no", "description": None},
-    ],
-    "multi_select": False,
-    "free_text_allowed": True,
-}
+# the same questions as over v0.3: the payloads are the v0.3 tests' own
+DOC_HITL = DOC_PAYLOAD
+LOAN_HITL: dict[str, Any] = QUESTION_PARTS[1]["data"]["hitl"]  # type: ignore[index]
 INPUT_REQUIRED = "TASK_STATE_INPUT_REQUIRED"
 COMPLETED = "TASK_STATE_COMPLETED"
 WORKING = "TASK_STATE_WORKING"
