@@ -144,12 +144,8 @@ class A2AError(LlamonError):
 
     @property
     def reason(self) -> str:
-        """The v1.0 ``ErrorInfo.reason``: the nearest class in the tree that names one."""
-        for cls in type(self).__mro__:
-            reason = vars(cls).get("_reason")
-            if isinstance(reason, str):
-                return reason
-        return "INTERNAL_ERROR"
+        """The v1.0 ``ErrorInfo.reason`` (a subclass without one has its parent's)."""
+        return self._reason or "INTERNAL_ERROR"
 
 
 def _as_text(value: Any) -> str:

@@ -17,8 +17,7 @@ from typing import Any
 
 from ..a2a.types import Task, WireModel
 
-__all__ = ["Event", "EventHub", "EventLog", "Subscription", "iterate", "one_snapshot", "prepend",
-           "settled"]
+__all__ = ["Event", "EventHub", "EventLog", "Subscription", "iterate", "prepend", "settled"]
 
 Event = tuple[int, WireModel]  # immutable wire objects: serialised only when delivered
 
@@ -183,27 +182,6 @@ async def prepend(first: list[Event], rest: AsyncIterator[Event]) -> AsyncIterat
         yield event
     async for event in rest:
         yield event
-
-
-async def one_snapshot(events: AsyncIterator[Event]) -> AsyncIterator[Event]:
-    """A live stream's events with a Task only as the first.
-
-    Each turn begins its log with a Task snapshot (what a resubscribe starts from), and a turn
-    that a reviewer's decision starts runs on while a client's stream of the task is still
-    open. That stream has had every event before the new snapshot, whose status is the last
-    one it was told, so the snapshot is left out: both versions say a stream is one Task,
-    then updates, and the official 0.3.26 client refuses a second Task. (A replay after
-    ``Last-Event-ID`` repeats the events exactly as first sent, and is not filtered.)"""
-    first = True
-    try:
-        async for event in events:
-            if first or not isinstance(event[1], Task):
-                first = False
-                yield event
-    finally:
-        aclose = getattr(events, "aclose", None)
-        if aclose is not None:
-            await aclose()
 
 
 async def settled(log: EventLog, timeout: float) -> None:

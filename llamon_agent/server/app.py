@@ -22,6 +22,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from ..a2a.types import Task
 from ..agent import Agent
 from ..auth import JWTSettings, Verifier
 from ..backends.coordination import Coordination, open_coordination
@@ -42,7 +43,7 @@ from ..stores.base import TaskStore
 from ..stores.storage import Storage, open_storage
 from ..stores.url import parse_database_url
 from ..tool_review.catalog import language_of
-from . import jsonrpc, versions
+from . import jsonrpc, jsonrpc_v1, versions
 from .access import Access
 from .body import read_body
 from .card import CardSource, load_card
@@ -429,8 +430,9 @@ async def _stream(
         note_error(request.scope, InternalError.code)
         return _sse(_one(jsonrpc.error_body(InternalError(), call.id, call.version)), grace)
     shutdown = anyio.Event()
+    replay = call.method == "tasks/resubscribe" and _last_event_id(request) is not None
     frames = _frames(_drain(events, shutdown, grace * 0.8), call.id,
-                     v1=call.version == versions.V1_0)
+                     v1=call.version == versions.V1_0, replay=replay)
     return _sse(subscribed(request.scope, frames), grace, shutdown)
 
 
@@ -448,12 +450,24 @@ async def _one(body: bytes) -> AsyncIterator[ServerSentEvent]:
 
 
 async def _frames(
-    events: AsyncIterator[Event], request_id: str | int, *, v1: bool = False
+    events: AsyncIterator[Event], request_id: str | int, *, v1: bool = False,
+    replay: bool = False,
 ) -> AsyncIterator[ServerSentEvent]:
     """Each event as one JSON-RPC response; id 0 marks a snapshot that is not a numbered event.
-    ``v1``: in A2A v1.0's shape (the stream's end is its close: v1.0 has no ``final``)."""
+    ``v1``: in A2A v1.0's shape (the stream's end is its close: v1.0 has no ``final``).
+
+    A stream is one Task, then updates (both versions; the official 0.3.26 client refuses a
+    second Task). Each turn begins the task's log with a Task snapshot, and a turn that a
+    reviewer's decision starts runs on while a client's stream of the task is still open:
+    that stream has had every event before it, and the snapshot's status is the last one it
+    was told, so the snapshot is left out. ``replay`` (after ``Last-Event-ID``) repeats the
+    events exactly as first sent."""
+    first = True
     async for seq, payload in events:
-        shaped = jsonrpc.v1_event(payload) if v1 else payload
+        if not first and not replay and isinstance(payload, Task):
+            continue
+        first = False
+        shaped = jsonrpc_v1.stream_event_out(payload) if v1 else payload
         data = jsonrpc.success_body(shaped, request_id).decode()  # one compact line
         yield ServerSentEvent(data=data, id=str(seq) if seq else None, sep="\n")
 

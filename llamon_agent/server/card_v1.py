@@ -42,7 +42,6 @@ def interfaces(url: str) -> list[dict[str, str]]:
 def v1_card(card: Mapping[str, Any]) -> dict[str, Any]:
     """``card`` (as ``card.build_card`` serves it) in v1.0's shape."""
     out = {key: value for key, value in card.items() if key not in _V03_ONLY}
-    out["supportedInterfaces"] = card.get("supportedInterfaces") or interfaces(card["url"])
     capabilities = dict(card.get("capabilities") or {})
     capabilities.pop("stateTransitionHistory", None)  # not in v1.0
     capabilities["extendedAgentCard"] = bool(card.get("supportsAuthenticatedExtendedCard"))

@@ -34,14 +34,13 @@ from ..errors import (
     UnsupportedOperationError,
 )
 from ..push.guard import Origin
-from ..runtime.events import Event, one_snapshot
+from ..runtime.events import Event
 from ..runtime.tasks import TaskManager
 from . import jsonrpc_v1, push_methods, versions
 from .a2a_limits import check_params
 from .versions import V0_3, V1_0, Version
 
-__all__ = ["STREAMING_METHODS", "Request", "dispatch", "error_body", "parse", "success_body",
-           "v1_event"]
+__all__ = ["STREAMING_METHODS", "Request", "dispatch", "error_body", "parse", "success_body"]
 
 RequestId = str | int | None
 
@@ -258,23 +257,9 @@ async def _run(
     return await _HANDLERS[request.method](manager, request.params, language, space)
 
 
-def v1_event(payload: Any) -> Any:
-    """A stream's event in the version-1.0 shape (``StreamResponse``)."""
-    return jsonrpc_v1.stream_event_out(payload)
-
-
 async def open_stream(
     manager: TaskManager, request: Request, last_event_id: int | None,
     *, language: str | None = None, space: str = ANONYMOUS, own: Sequence[Origin] = (),
-) -> AsyncIterator[Event]:
-    events = await _events(manager, request, last_event_id, language, space, own)
-    live = request.method == "message/stream" or last_event_id is None
-    return one_snapshot(events) if live else events
-
-
-async def _events(
-    manager: TaskManager, request: Request, last_event_id: int | None, language: str | None,
-    space: str, own: Sequence[Origin],
 ) -> AsyncIterator[Event]:
     if request.method == "message/stream":
         await push_methods.vet_message(manager, request.params, own,

@@ -160,15 +160,10 @@ class TaskQuery:
 
 @dataclass(frozen=True)
 class ListedTask:
-    """A listed task and its row's last update (epoch seconds): with the id, the cursor of
-    a page that ends at it."""
+    """A listed task and its row's last update (epoch seconds)."""
 
     record: StoredTask
     updated: float
-
-    @property
-    def cursor(self) -> TaskCursor:
-        return TaskCursor(self.updated, self.record.id)
 
 
 @dataclass(frozen=True)
