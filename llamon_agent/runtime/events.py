@@ -15,11 +15,35 @@ from collections.abc import AsyncIterator
 from itertools import islice
 from typing import Any
 
-from ..a2a.types import Task, WireModel
+from pydantic import ValidationError
+
+from ..a2a.types import Message, Task, TaskArtifactUpdateEvent, TaskStatusUpdateEvent, WireModel
 
 __all__ = ["Event", "EventHub", "EventLog", "Subscription", "iterate", "prepend", "settled"]
 
 Event = tuple[int, WireModel]  # immutable wire objects: serialised only when delivered
+#: an event of a finished log, kept as its kind and its wire JSON (``EventLog.close``)
+_Packed = tuple[int, str, bytes]
+
+_KINDS: dict[str, type[WireModel]] = {
+    "task": Task, "status-update": TaskStatusUpdateEvent,
+    "artifact-update": TaskArtifactUpdateEvent, "message": Message,
+}
+
+
+def _pack(event: Event | _Packed) -> _Packed:
+    if len(event) == 3:
+        return event  # packed when an earlier turn of the task ended
+    seq, payload = event
+    kind: str = getattr(payload, "kind")  # every event type of _KINDS has one  # noqa: B009
+    return seq, kind, payload.to_json()
+
+
+def _unpack(event: Event | _Packed) -> Event:
+    if len(event) == 2:
+        return event
+    seq, kind, data = event
+    return seq, _KINDS[kind].model_validate_json(data)
 
 
 class Subscription:
@@ -66,7 +90,7 @@ class EventLog:
     def __init__(self, task_id: str, last_seq: int, retain: int, buffer: int) -> None:
         self.task_id = task_id
         self.seq = last_seq
-        self.events: deque[Event] = deque(maxlen=retain)
+        self.events: deque[Event | _Packed] = deque(maxlen=retain)
         self.snapshot: Any = None  # the latest Task object, for resubscribe
         self.finished = True
         self._subscribers: set[Subscription] = set()
@@ -89,9 +113,16 @@ class EventLog:
 
         A finished log lets go of its latest Task (a resubscribe to a task that is not running
         reads it from the store): the hub keeps up to ``keep_finished`` logs, and a whole task
-        held in each besides the one its events replay adds up (docs/storage.md)."""
+        held in each besides the one its events replay adds up (docs/storage.md).
+
+        Its events are kept as their wire JSON from here on: the hub's finished logs hold the
+        most objects of a busy server (about 100 per task as pydantic models, each a dict and
+        a set), all long-lived, so every collection of the older generations walked them and
+        they set its length (bench/README.md, "Speed, round four"). Bytes hold no references:
+        the collector skips them. A late replay reads them back (``replay_after``)."""
         self.finished = True
         self.snapshot = None
+        self.events = deque(map(_pack, self.events), maxlen=self.events.maxlen)
         for sub in list(self._subscribers):
             sub._close()
         self._subscribers.clear()
@@ -101,9 +132,9 @@ class EventLog:
         from the store, so keeping every turn's held turns x history (a task of many small
         answers: hundreds of MB, and pauses of over a second; docs/storage.md).
         Replays from before a dropped snapshot fall back as for events no longer retained."""
-        kept: deque[Event] = deque(maxlen=self.events.maxlen)
+        kept: deque[Event | _Packed] = deque(maxlen=self.events.maxlen)
         for event in self.events:
-            if isinstance(event[1], Task):
+            if isinstance(event[1], Task) or event[1] == "task":
                 self._dropped = max(self._dropped, event[0])
             else:
                 kept.append(event)
@@ -115,7 +146,10 @@ class EventLog:
             return []
         if self._dropped > seq or not self.events or self.events[0][0] > seq + 1:
             return None
-        return [e for e in self.events if e[0] > seq]
+        try:
+            return [_unpack(e) for e in self.events if e[0] > seq]
+        except ValidationError:  # written by this process, so never expected: read the store
+            return None
 
     def subscribe(self, backlog: list[Event] | None = None) -> Subscription:
         sub = Subscription(self, backlog or [], self._buffer)

@@ -134,7 +134,7 @@ class LocalPublisher:
         if save:
             await self.save(record)
         if final and turn.on_stored is not None:
-            await turn.on_stored()
+            await turn.on_stored(turn)
         turn.log.snapshot = record.task
         turn.log.publish(record.event_seq, payload, final=final)
         self._observe(turn)
@@ -195,7 +195,7 @@ class LocalPublisher:
         record.event_seq += len(events)  # the stored task knows the ids of its final events
         await self.save(record)
         if turn.on_stored is not None:
-            await turn.on_stored()
+            await turn.on_stored(turn)
         live.__dict__.update(record.__dict__)  # the same object: every holder sees the end
         turn.log.snapshot = record.task
         for offset, payload in enumerate(events):

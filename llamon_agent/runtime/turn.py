@@ -55,8 +55,9 @@ class Turn:
     started: bool = False  # its runner began (a runner cancelled before that never runs)
     cancel_seen: bool = False  # the runner caught its cancel (no need to cancel it again)
     #: called once the turn's end is stored, before its final event is published (the worker
-    #: gives the context's claim back there)
-    on_stored: Callable[[], Awaitable[None]] | None = None
+    #: gives the context's claim back there); it is given the turn rather than closing over
+    #: it, so a turn is freed by reference counting, not left to the garbage collector
+    on_stored: Callable[[Turn], Awaitable[None]] | None = None
     subscription: Subscription | None = None
     parked: bool = False  # the turn ended waiting for a reviewer (task stays ``working``)
     settings: RunContext | None = None  # the request's part of the runs' context

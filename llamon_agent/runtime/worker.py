@@ -83,7 +83,7 @@ class TurnWorker:
     async def start(self, turn: Turn) -> None:
         if turn.claim is not None:
             turn.claim.task_id = turn.record.id
-        turn.on_stored = lambda: self._release(turn)
+        turn.on_stored = self._release  # a bound method: no turn <-> closure cycle
         self._live.add(turn)
         try:
             # stored first when a client may see the task before the turn ends, when the turn
@@ -133,7 +133,7 @@ class TurnWorker:
         context's ``claim``; stored before it is published."""
         claim.task_id = plan.record.id
         turn = Turn.of(plan, self._publisher.open(plan.record.id, plan.record.event_seq), claim)
-        turn.on_stored = lambda: self._release(turn)
+        turn.on_stored = self._release  # a bound method: no turn <-> closure cycle
         try:
             await self._publisher.set_status(turn, state, message, final=True)
         finally:

@@ -299,3 +299,63 @@ def test_a_finished_event_log_lets_go_of_its_latest_task() -> None:
                                         "status": {"state": "working"}})
     log.close()
     assert log.snapshot is None
+
+
+def test_a_finished_event_log_keeps_its_events_as_wire_json_and_replays_them_exactly() -> None:
+    """The hub's finished logs are the most long-lived objects of a busy server; as pydantic
+    models (a dict and a set each) every collection of the older generations walked them.
+    Once a turn ends its events are kept as bytes, which the collector never walks, and a
+    late replay reads back the very events that were published."""
+    import gc
+
+    from llamon_agent.a2a.types import (
+        Artifact,
+        Task,
+        TaskArtifactUpdateEvent,
+        TaskStatus,
+        TaskStatusUpdateEvent,
+    )
+    from llamon_agent.runtime.events import EventHub
+
+    def status(state: str, *, final: bool = False, question: str | None = None
+               ) -> TaskStatusUpdateEvent:
+        message = None if question is None else user_message(question, task_id="t1",
+                                                              context_id="c1")
+        return TaskStatusUpdateEvent(task_id="t1", context_id="c1", final=final,
+                                     status=TaskStatus(state=state, message=message))
+
+    first_turn = [
+        Task.model_validate({"id": "t1", "contextId": "c1", "status": {"state": "working"},
+                             "metadata": {"n": 1.5, "nested": {"list": [1, "two", None]}}}),
+        status("working"),
+        status("input-required", final=True, question="Which one?"),
+    ]
+    second_turn = [
+        status("working"),
+        TaskArtifactUpdateEvent.model_validate({
+            "taskId": "t1", "contextId": "c1",
+            "artifact": Artifact.model_validate({"artifactId": "a1", "parts": [
+                {"kind": "data", "data": {"answer": "the red one"}},
+                {"kind": "file", "file": {"name": "f.txt", "bytes": "aGk="}}]}).to_wire()}),
+        status("completed", final=True),
+    ]
+    hub = EventHub()
+    log = hub.open("t1", 0)
+    for seq, payload in enumerate(first_turn, start=1):
+        log.publish(seq, payload, final=seq == len(first_turn))
+    assert log.finished
+    assert not any(gc.is_tracked(part) for event in log.events for part in event)
+    log = hub.open("t1", 3)  # the answer's turn: the same log, packed and live events mixed
+    log.publish(4, second_turn[0])
+    mixed = log.replay_after(1) or []
+    assert [(seq, type(p), p.to_json()) for seq, p in mixed] == [
+        (n, type(p), p.to_json()) for n, p in [(2, first_turn[1]), (3, first_turn[2]),
+                                              (4, second_turn[0])]]
+    for seq, payload in enumerate(second_turn[1:], start=5):
+        log.publish(seq, payload, final=seq == 6)
+    assert not any(gc.is_tracked(part) for event in log.events for part in event)
+    replayed = log.replay_after(0) or []
+    published = [*first_turn, *second_turn]
+    assert [seq for seq, _ in replayed] == [1, 2, 3, 4, 5, 6]
+    assert [(type(p), p.to_json()) for _, p in replayed] == [
+        (type(p), p.to_json()) for p in published]  # the wire form: what every reader uses
