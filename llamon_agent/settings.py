@@ -129,6 +129,22 @@ class Settings:
                 raise ValueError(_naming(name, str(exc))) from None
         return cls(**values)
 
+    @classmethod
+    def one_from_env(cls, field: str, environ: Mapping[str, str] | None = None) -> Any:
+        """One setting of ``environ``, read alone: its value, or the field's default. A path
+        run on every request reads one variable, not all of them (``from_env`` was 5% of a
+        HITL round trip's CPU; bench/README.md, "Speed, round four"), and another variable
+        that is malformed is not its concern."""
+        option = _BY_FIELD[field]
+        found = option.lookup(os.environ if environ is None else environ)
+        if found is None:
+            return cls.__dataclass_fields__[field].default
+        name, text = found
+        try:
+            return option.read(text)
+        except ValueError as exc:
+            raise ValueError(_naming(name, str(exc))) from None
+
 
 def _naming(variable: str, message: str) -> str:
     """``LLAMON_PORT must be ...`` or ``LLAMON_PORT: expected ...``: one line, read as a phrase."""
@@ -406,4 +422,6 @@ OPTIONS: tuple[Option, ...] = (
     Option("push_timeout", "LLAMON_PUSH_TIMEOUT_SECONDS", parse_seconds,
            "the bound of one push delivery attempt", unit="s"),
 )
+
+_BY_FIELD = {option.field: option for option in OPTIONS}
 

@@ -79,8 +79,8 @@ _TEXTS: Final[dict[str, dict[str, str]]] = {
 def default_language() -> Language:
     """The server's default: ``$LLAMON_LANGUAGE`` when it names a supported language."""
     # read per call, not cached: a graph served by no server of ours has no Settings to be
-    # handed, and the variable may change between its runs
-    return _supported(Settings.from_env().language) or DEFAULT_LANGUAGE
+    # handed, and the variable may change between its runs; only this variable is read
+    return _supported(Settings.one_from_env("language")) or DEFAULT_LANGUAGE
 
 
 def resolve(language: str | None) -> Language:

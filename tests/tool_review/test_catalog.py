@@ -44,6 +44,16 @@ def test_server_default_comes_from_llamon_language(monkeypatch: pytest.MonkeyPat
     assert catalog.default_language() == "en"
 
 
+def test_the_default_language_reads_its_own_variable_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """It is read on every request: another variable that is malformed (the server read it,
+    or refused to start, long before) does not fail a request's language."""
+    monkeypatch.setenv("LLAMON_LANGUAGE", "id")
+    monkeypatch.setenv("LLAMON_PORT", "not a port")
+    monkeypatch.setenv("LLAMON_SWEEP_SECONDS", "-1")
+    assert catalog.default_language() == "id"
+    assert catalog.language_of("fr") == "id"
+
+
 @pytest.mark.parametrize("language", ["id", "en"])
 def test_every_text_in_both_languages(language: str) -> None:
     expected = MESSAGES[language]
