@@ -9,12 +9,18 @@ aiosqlite's worker thread counts) divided by round trips. Checkpointers:
 * ``sqlite``: ``AsyncSqliteSaver.from_conn_string(file)``, as a LangGraph user opens it;
 * ``sqlite-llamon``: the checkpointer our server uses (``open_storage``: aiosqlite, WAL,
   ``synchronous=NORMAL``), the denominator of the CPU target;
+* ``postgres``: ``AsyncPostgresSaver.from_conn_string(url)`` and ``setup()``, as a LangGraph user
+  opens it, on a freshly created database (bench/pgdb.py, ``synchronous_commit=on``, dropped
+  after), the denominator of ``run.py --db postgres``. Its CPU is the process's plus that of the
+  database's PostgreSQL backend (``PostgresCpu``, read before and after the measured round
+  trips, outside the process's own measurement), so PostgreSQL's work counts as it does for
+  the servers;
 
 and durability ``exit`` or LangGraph's default (``async``). ``routed`` is our HITL-routed
 compilation of the same node (``Agent.compile``: the node returns ``HITLInterrupt`` and a
 generated ``__hitl__`` node calls ``interrupt()``), to show what the routing itself costs.
 
-    python bench/langgraph_alone.py [--seconds 3] [--json]
+    python bench/langgraph_alone.py [--seconds 3] [--json] [--checkpointers memory,postgres]
 """
 
 from __future__ import annotations
@@ -22,12 +28,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
 import tempfile
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -46,7 +53,7 @@ ANSWER = "an answer"
 
 @dataclass
 class Variant:
-    checkpointer: str  # memory | sqlite | sqlite-llamon
+    checkpointer: str  # memory | sqlite | sqlite-llamon | postgres
     durability: str | None  # None: LangGraph's default
     graph: str = "native"  # native | routed
 
@@ -62,7 +69,13 @@ VARIANTS = [
     Variant("sqlite", "exit"),
     Variant("sqlite-llamon", "exit"),
     Variant("sqlite-llamon", "exit", graph="routed"),
+    Variant("postgres", None),
+    Variant("postgres", "exit"),
 ]
+CHECKPOINTERS = ("memory", "sqlite", "sqlite-llamon", "postgres")
+#: synchronous_commit of the postgres variant's database: the servers' (bench/run.py)
+SYNCHRONOUS_COMMIT = "on"
+CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
 @dataclass
@@ -72,24 +85,58 @@ class Measured:
     durability: str
     graph: str
     round_trips: int
-    cpu_ms_per_round_trip: float
+    cpu_ms_per_round_trip: float  # on postgres: the process and its database's backends
     wall_ms_per_round_trip: float
     error: str | None = None
+    pg_backend_cpu_ms_per_round_trip: float | None = None  # postgres: the backends' part
+
+
+@dataclass
+class Saver:
+    """An open checkpointer; ``database``: the PostgreSQL database it writes to, if any."""
+
+    saver: Any
+    database: str | None = None
 
 
 @asynccontextmanager
-async def checkpointer(kind: str, folder: str) -> AsyncIterator[Any]:
+async def checkpointer(kind: str, folder: str) -> AsyncIterator[Saver]:
     path = str(Path(folder) / f"{kind}-{uuid.uuid4().hex}.sqlite3")
     if kind == "memory":
-        yield InMemorySaver()
+        yield Saver(InMemorySaver())
     elif kind == "sqlite":
         async with AsyncSqliteSaver.from_conn_string(path) as saver:
-            yield saver
-    else:
+            yield Saver(saver)
+    elif kind == "postgres":
+        from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+
+        from bench.pgdb import fresh_database
+
+        with fresh_database(SYNCHRONOUS_COMMIT) as database:
+            async with AsyncPostgresSaver.from_conn_string(database.url) as saver:
+                await saver.setup()
+                yield Saver(saver, database.name)
+    elif kind == "sqlite-llamon":
         from llamon_agent.stores.storage import open_storage
 
         async with open_storage(path) as storage:
-            yield storage.checkpointer
+            yield Saver(storage.checkpointer)
+    else:
+        raise ValueError(f"unknown checkpointer {kind!r}; known: {', '.join(CHECKPOINTERS)}")
+
+
+@contextmanager
+def backend_cpu(database: str | None) -> Iterator[Any]:
+    """PostgreSQL's CPU for ``database`` over the block (None without a database). Read at the
+    start and the end only (no sampling thread, whose CPU would count as the process's): the
+    saver's one connection is a backend that lives through the whole measurement."""
+    if database is None:
+        yield None
+        return
+    from bench.pgdb import PostgresCpu
+
+    with PostgresCpu(database, interval=3600.0) as pg:
+        yield pg
 
 
 def compile_graph(variant: Variant, saver: Any) -> Any:
@@ -128,25 +175,30 @@ async def round_trip(graph: Any, durability: str | None, routed: bool) -> None:
 
 async def measure(variant: Variant, seconds: float, folder: str, *, warmup: int = 50,
                   max_round_trips: int = 100_000) -> Measured:
-    async with checkpointer(variant.checkpointer, folder) as saver:
-        graph, routed = compile_graph(variant, saver), variant.graph == "routed"
+    async with checkpointer(variant.checkpointer, folder) as opened:
+        graph, routed = compile_graph(variant, opened.saver), variant.graph == "routed"
         for _ in range(warmup):
             await round_trip(graph, variant.durability, routed)
         n = 0
-        cpu0, wall0 = time.process_time(), time.perf_counter()
-        deadline = wall0 + seconds
-        while time.perf_counter() < deadline and n < max_round_trips:
-            await round_trip(graph, variant.durability, routed)
-            n += 1
-        cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
+        with backend_cpu(opened.database) as pg:
+            cpu0, wall0 = time.process_time(), time.perf_counter()
+            deadline = wall0 + seconds
+            while time.perf_counter() < deadline and n < max_round_trips:
+                await round_trip(graph, variant.durability, routed)
+                n += 1
+            cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
+    backend_ms = pg.backend_ticks / CLK_TCK / n * 1e3 if pg is not None else None
     return Measured(variant.name, variant.checkpointer, variant.durability or "default",
-                    variant.graph, n, cpu / n * 1e3, wall / n * 1e3)
+                    variant.graph, n, cpu / n * 1e3 + (backend_ms or 0.0), wall / n * 1e3,
+                    pg_backend_cpu_ms_per_round_trip=backend_ms)
 
 
-async def run_all(seconds: float) -> list[Measured]:
+async def run_all(seconds: float, checkpointers: tuple[str, ...] = CHECKPOINTERS) -> list[Measured]:
     results = []
     with tempfile.TemporaryDirectory(prefix="langgraph-alone-") as folder:
         for v in VARIANTS:
+            if v.checkpointer not in checkpointers:
+                continue
             try:
                 results.append(await measure(v, seconds, folder))
             except Exception as exc:  # one broken variant must not hide the others
@@ -160,16 +212,26 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--seconds", type=float, default=3.0, help="measured seconds per variant")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.add_argument("--checkpointers", default=",".join(CHECKPOINTERS),
+                   help=f"comma-separated subset of {','.join(CHECKPOINTERS)} (default: all; "
+                   "postgres needs the PostgreSQL at LLAMON_BENCH_POSTGRES_URL)")
     args = p.parse_args()
-    results = asyncio.run(run_all(args.seconds))
+    chosen = tuple(x for x in args.checkpointers.split(",") if x)
+    unknown = set(chosen) - set(CHECKPOINTERS)
+    if unknown or not chosen:
+        p.error(f"--checkpointers: unknown {sorted(unknown)}; known: {', '.join(CHECKPOINTERS)}")
+    results = asyncio.run(run_all(args.seconds, chosen))
     if args.json:
         print(json.dumps([asdict(r) for r in results]))
         return
-    print("| variant | round trips | CPU ms / round trip | wall ms / round trip |")
-    print("|---|---:|---:|---:|")
+    print("| variant | round trips | CPU ms / round trip | of which PostgreSQL backends | "
+          "wall ms / round trip |")
+    print("|---|---:|---:|---:|---:|")
     for r in results:
+        pg = r.pg_backend_cpu_ms_per_round_trip
         print(f"| {r.variant} | {r.round_trips} | {r.cpu_ms_per_round_trip:.2f} |"
-              f" {r.wall_ms_per_round_trip:.2f} |" + (f" error: {r.error}" if r.error else ""))
+              f" {'-' if pg is None else f'{pg:.2f}'} | {r.wall_ms_per_round_trip:.2f} |"
+              + (f" error: {r.error}" if r.error else ""))
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """The benchmark: every server on the same work, in one run, one table.
 
-    .venv/bin/python bench/run.py [--quick]
+    .venv/bin/python bench/run.py [--quick] [--db sqlite|postgres]
 
 Creates the official SDK's virtual environment (bench/.venvs/a2a-sdk) when it is missing, then,
 for each repetition (server order rotated each time), starts each server on its own port pinned
@@ -9,12 +9,21 @@ core 1, stops it by its PID. Then the memory scenario and LangGraph alone. Print
 the ratios the targets of issue 3 name; writes them to bench/results/latest.md (raw numbers in
 latest.json, server logs in results/logs/). Only 127.0.0.1 is ever contacted; every request
 loop is bounded in count and time.
+
+``--db postgres``: ours and sdk-langgraph each run on a freshly created PostgreSQL database
+(bench/pgdb.py, dropped at the end; ``synchronous_commit=on``), ours through ``--db
+postgresql://...``, the SDK on LangGraph's ``AsyncPostgresSaver``; the CPU per request and per
+HITL round trip adds the CPU of PostgreSQL's backends of that server's database, and LangGraph
+alone runs its ``postgres`` variant (its own backends counted too) as the CPU target's
+denominator. Results: bench/results/latest-postgres.md and .json.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import dataclasses
 import json
 import math
 import os
@@ -28,7 +37,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
@@ -44,6 +53,9 @@ from bench.procs import (  # noqa: E402
     proc_status,
     wait_for_card,
 )
+
+if TYPE_CHECKING:  # bench/pgdb.py is imported only by --db postgres (compare.py's old checkouts)
+    from bench.pgdb import PostgresCpu
 
 RESULTS = BENCH / "results"
 SDK_VENV = BENCH / ".venvs" / "a2a-sdk"
@@ -89,6 +101,22 @@ SPECS = [
          True, 9303, task_id=True),
     Spec(BARE, "bare Starlette echo", "bench.servers.bare_echo", False, 9304, hitl=False),
 ]
+#: ``--db postgres``: the servers with a database, each on a fresh PostgreSQL database at
+#: equal durability (synchronous_commit for every connection of it: a commit returns once its
+#: WAL is flushed, on both sides); the rest as on SQLite
+SYNCHRONOUS_COMMIT = "on"
+_POSTGRES_SPECS = {
+    OURS: dataclasses.replace(SPECS[0], label="llamon-agent (PostgreSQL)"),
+    SDK_LG: dataclasses.replace(
+        SPECS[1], label="a2a-sdk + same LangGraph graph (AsyncPostgresSaver, exit)",
+        args=("--durability", "exit")),
+}
+
+
+def specs_for(db: str) -> list[Spec]:
+    if db == "sqlite":
+        return SPECS
+    return [_POSTGRES_SPECS.get(spec.key, spec) for spec in SPECS]
 
 
 @dataclass
@@ -103,6 +131,7 @@ class Settings:
     resume_samples: int
     alone_seconds: float
     servers: tuple[str, ...]
+    db: str = "sqlite"
 
 
 # --- processes and /proc --------------------------------------------------------------------
@@ -121,12 +150,17 @@ def port_open(port: int) -> bool:
 class Server:
     """One server process, pinned to the server core; stopped by its PID."""
 
-    def __init__(self, spec: Spec, tag: str) -> None:
+    def __init__(self, spec: Spec, tag: str, db: str = "sqlite") -> None:
         self.spec = spec
         self.tag = tag
+        self.postgres = db == "postgres"
         self.log_path = RESULTS / "logs" / f"{spec.key}-{tag}.log"
         self.db_path = RESULTS / "db" / f"{spec.key}-{tag}.sqlite3"
         self.proc: subprocess.Popen[bytes] | None = None
+        #: ``--db postgres``: the name of this server's database, and what it reported
+        self.database: str | None = None
+        self.facts: dict[str, str] = {}
+        self._databases = contextlib.ExitStack()  # drops the database when the server stops
 
     @property
     def pid(self) -> int:
@@ -137,32 +171,51 @@ class Server:
         if port_open(self.spec.port):
             raise SystemExit(f"port {self.spec.port} is already in use; stop what listens there")
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        self.db_path.parent.mkdir(parents=True, exist_ok=True)
-        for old in self.db_path.parent.glob(self.db_path.name + "*"):
-            old.unlink()
         argv = [self.spec.python(), "-m", self.spec.module, "--port", str(self.spec.port),
                 *self.spec.args]
-        if self.spec.db:
-            argv += ["--db", str(self.db_path)]
-        with self.log_path.open("wb") as log:
-            self.proc = subprocess.Popen(pinned(SERVER_CORE, argv), cwd=ROOT, stdout=log,
-                                         stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        if wait_for_card(self.proc, self.spec.port, self.log_path, self.spec.key, timeout):
-            return
+        try:
+            if self.spec.db:
+                argv += ["--db", self._open_database()]
+            with self.log_path.open("wb") as log:
+                self.proc = subprocess.Popen(pinned(SERVER_CORE, argv), cwd=ROOT, stdout=log,
+                                             stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+            if wait_for_card(self.proc, self.spec.port, self.log_path, self.spec.key, timeout):
+                return
+        except BaseException:  # a server that died at start: its database is dropped too
+            self.stop()
+            raise
         self.stop()
         raise SystemExit(f"{self.spec.key} did not serve its agent card within {timeout:.0f} s")
 
+    def _open_database(self) -> str:
+        """The ``--db`` value: an emptied SQLite file, or a freshly created PostgreSQL database
+        (dropped by :meth:`stop`) whose ``synchronous_commit`` is read back as the servers get it."""
+        if not self.postgres:
+            self.db_path.parent.mkdir(parents=True, exist_ok=True)
+            for old in self.db_path.parent.glob(self.db_path.name + "*"):
+                old.unlink()
+            return str(self.db_path)
+        from bench.pgdb import fresh_database, setting
+
+        database = self._databases.enter_context(fresh_database(SYNCHRONOUS_COMMIT))
+        self.database = database.name
+        self.facts = {"database": database.name,
+                      "synchronous_commit": setting(database.url, "synchronous_commit")}
+        return database.url
+
     def stop(self) -> None:
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        os.kill(self.proc.pid, signal.SIGTERM)
         try:
-            self.proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            os.kill(self.proc.pid, signal.SIGKILL)
-            self.proc.wait(timeout=5)
-        for path in self.db_path.parent.glob(self.db_path.name + "*"):
-            path.unlink()
+            if self.proc is not None and self.proc.poll() is None:
+                os.kill(self.proc.pid, signal.SIGTERM)
+                try:
+                    self.proc.wait(timeout=15)
+                except subprocess.TimeoutExpired:
+                    os.kill(self.proc.pid, signal.SIGKILL)
+                    self.proc.wait(timeout=5)
+        finally:
+            self._databases.close()
+            for path in self.db_path.parent.glob(self.db_path.name + "*"):
+                path.unlink()
 
     def stalls(self) -> dict[str, Any] | None:
         """What bench/stalls.py printed at shutdown (``--trace-stalls``), if anything."""
@@ -181,20 +234,48 @@ class Server:
 
 
 class Meter:
-    """Server CPU and foreign load on the server's core over one measured run."""
+    """Server CPU and foreign load on the server's core over one measured run; on PostgreSQL
+    also the CPU of the backends of the server's database and of the cluster's background
+    processes (bench/pgdb.py ``PostgresCpu``, sampled from a thread of this process)."""
 
-    def __init__(self, pid: int) -> None:
-        self.pid = pid
+    def __init__(self, server: Server) -> None:
+        self.pid = server.pid
+        self.pg: PostgresCpu | None = None
+        if server.database is not None:
+            from bench.pgdb import PostgresCpu
+
+            self.pg = PostgresCpu(server.database).__enter__()
         self.t0 = time.monotonic()
-        self.cpu0 = cpu_ticks(pid)
+        self.cpu0 = cpu_ticks(self.pid)
         self.core0 = core_busy_ticks(SERVER_CORE)
+        self.pg_backend_s = self.pg_background_s = 0.0
 
     def done(self) -> tuple[float, float]:
-        """(server CPU seconds, percent of the server core used by other processes)."""
+        """(server CPU seconds, percent of the server core used by other processes: on
+        PostgreSQL that includes its processes when they ran on the server's core, as they are
+        not pinned). Sets ``pg_backend_s`` and ``pg_background_s`` on PostgreSQL."""
         cpu = cpu_ticks(self.pid) - self.cpu0
         other = core_busy_ticks(SERVER_CORE) - self.core0 - cpu
         elapsed = time.monotonic() - self.t0
+        if self.pg is not None:
+            self.pg.__exit__(None, None, None)
+            self.pg_backend_s = self.pg.backend_ticks / CLK_TCK
+            self.pg_background_s = self.pg.background_ticks / CLK_TCK
         return cpu / CLK_TCK, max(0.0, other / CLK_TCK / elapsed * 100)
+
+    def cpu_ms(self, server_s: float, count: int) -> dict[str, float]:
+        """CPU per request or round trip: ``cpu_ms`` is the server's plus, on PostgreSQL, its
+        database's backends' (the cluster's background processes work for every database, so
+        they are apart, with the two parts)."""
+        def per(seconds: float) -> float:
+            return seconds * 1e3 / count if count else math.nan
+
+        out = {"cpu_ms": per(server_s + self.pg_backend_s)}
+        if self.pg is not None:
+            out.update(server_cpu_ms=per(server_s), pg_backend_cpu_ms=per(self.pg_backend_s),
+                       pg_background_cpu_ms=per(self.pg_background_s),
+                       pg_backends=float(self.pg.backends))
+        return out
 
 
 def wrk(port: int, seconds: float, connections: int = 32) -> dict[str, Any]:
@@ -211,7 +292,7 @@ def wrk(port: int, seconds: float, connections: int = 32) -> dict[str, Any]:
 
 def instant(server: Server, s: Settings, connections: int = 32) -> dict[str, Any]:
     wrk(server.spec.port, s.warmup, connections)
-    meter = Meter(server.pid)
+    meter = Meter(server)
     w = wrk(server.spec.port, s.duration, connections)
     cpu, other = meter.done()
     seconds = w["duration_us"] / 1e6
@@ -219,7 +300,7 @@ def instant(server: Server, s: Settings, connections: int = 32) -> dict[str, Any
         "req_s": w["completed"] / seconds,
         "p50_ms": w["p50_us"] / 1e3,
         "p99_ms": w["p99_us"] / 1e3,
-        "cpu_ms": cpu * 1e3 / w["completed"] if w["completed"] else math.nan,
+        **meter.cpu_ms(cpu, w["completed"]),
         "errors": w["errors"] + w["socket_errors"],
         "first_error": w["first_error"],
         "other_load_pct": other,
@@ -229,12 +310,12 @@ def instant(server: Server, s: Settings, connections: int = 32) -> dict[str, Any
 def hitl(server: Server, s: Settings, users: int = 16) -> dict[str, Any]:
     port, task_id = server.spec.port, server.spec.task_id
     asyncio.run(hc.hitl_load(port, duration=s.warmup, with_task_id=task_id, users=users))
-    meter = Meter(server.pid)
+    meter = Meter(server)
     result = asyncio.run(hc.hitl_load(port, duration=s.duration, with_task_id=task_id,
                                       users=users))
     cpu, other = meter.done()
     summary = result.summary()
-    summary["cpu_ms"] = cpu * 1e3 / result.round_trips if result.round_trips else math.nan
+    summary.update(meter.cpu_ms(cpu, result.round_trips))
     summary["other_load_pct"] = other
     return summary
 
@@ -245,9 +326,9 @@ def stream(server: Server, s: Settings) -> dict[str, Any]:
 
 
 def run_server(spec: Spec, rep: int, s: Settings) -> dict[str, Any]:
-    server = Server(spec, f"rep{rep}")
+    server = Server(spec, f"rep{rep}", s.db)
     server.start()
-    out: dict[str, Any] = {"rss_start_mb": rss_kb(server.pid) / 1024}
+    out: dict[str, Any] = {"rss_start_mb": rss_kb(server.pid) / 1024, **server.facts}
     try:
         if spec.hitl:  # on an idle, fresh server first
             out["stream"] = stream(server, s)
@@ -271,11 +352,12 @@ def run_server(spec: Spec, rep: int, s: Settings) -> dict[str, Any]:
 OPEN_LOOP_LOADS = (0.5, 0.8)
 
 
-def open_loop_runs(spec: Spec, peaks: dict[str, float], samples: int) -> list[dict[str, Any]]:
+def open_loop_runs(spec: Spec, peaks: dict[str, float], samples: int,
+                   db: str) -> list[dict[str, Any]]:
     """On a fresh server: instant sends, then HITL round trips, each at 50% and 80% of our
     own closed-loop peak (``peaks``: instant req/s, HITL round trips/s), ``samples`` arrivals
     per point (bench/open_loop.py)."""
-    server = Server(spec, "open-loop")
+    server = Server(spec, "open-loop", db)
     server.start()
     out: list[dict[str, Any]] = []
     try:
@@ -284,12 +366,14 @@ def open_loop_runs(spec: Spec, peaks: dict[str, float], samples: int) -> list[di
                 rate = peaks[kind] * load
                 print(f"  open loop {spec.key} {kind} at {rate:.0f}/s ({load:.0%} of ours) ...",
                       flush=True)
-                meter = Meter(server.pid)
+                meter = Meter(server)
                 result = asyncio.run(open_loop(spec.port, kind=kind, rate=rate, samples=samples,
                                                with_task_id=spec.task_id))
                 cpu, other = meter.done()
                 summary = result.summary()
-                summary.update(load=load, cpu_s=cpu, other_load_pct=other)
+                summary.update(load=load, cpu_s=cpu + meter.pg_backend_s, other_load_pct=other)
+                if meter.pg is not None:
+                    summary.update(server_cpu_s=cpu, pg_backend_cpu_s=meter.pg_backend_s)
                 out.append(summary)
     finally:
         server.stop()
@@ -298,7 +382,7 @@ def open_loop_runs(spec: Spec, peaks: dict[str, float], samples: int) -> list[di
 
 def memory(spec: Spec, s: Settings) -> dict[str, Any]:
     """RSS with many tasks waiting for input; resume latency with few and with many waiting."""
-    server = Server(spec, "memory")
+    server = Server(spec, "memory", s.db)
     server.start()
     port, out = spec.port, dict[str, Any]()
     waiting = hc.Waiting()
@@ -331,9 +415,14 @@ def memory(spec: Spec, s: Settings) -> dict[str, Any]:
     return out
 
 
-def langgraph_alone(seconds: float) -> tuple[dict[str, float], dict[str, str]]:
+#: LangGraph alone's checkpointers for each --db (bench/langgraph_alone.py --checkpointers)
+ALONE_CHECKPOINTERS = {"sqlite": "memory,sqlite,sqlite-llamon", "postgres": "postgres"}
+
+
+def langgraph_alone(seconds: float, db: str) -> tuple[dict[str, float], dict[str, str]]:
     """CPU ms per round trip of each variant, and the errors of variants that failed."""
-    argv = [sys.executable, str(BENCH / "langgraph_alone.py"), "--json", "--seconds", str(seconds)]
+    argv = [sys.executable, str(BENCH / "langgraph_alone.py"), "--json", "--seconds", str(seconds),
+            "--checkpointers", ALONE_CHECKPOINTERS[db]]
     out = subprocess.run(pinned(SERVER_CORE, argv), capture_output=True, text=True, cwd=ROOT,
                          timeout=seconds * 10 + 300, check=True)
     rows = json.loads(out.stdout)
@@ -413,6 +502,8 @@ def pick(runs: list[dict[str, Any]], *path: str) -> list[Any]:
 
 
 ALONE_KEY = "native / sqlite-llamon / durability=exit"
+#: the CPU target's denominator for each --db: LangGraph alone on the checkpointer ours uses
+ALONE_KEYS = {"sqlite": ALONE_KEY, "postgres": "native / postgres / durability=exit"}
 
 ROWS: list[tuple[str, tuple[str, ...], int]] = [
     ("`message/send` instant, req/s (16 connections)", ("instant16", "req_s"), 0),
@@ -446,6 +537,50 @@ ROWS: list[tuple[str, tuple[str, ...], int]] = [
 ]
 
 
+_PG_CPU_TITLES = {
+    ("instant", "cpu_ms"): "CPU per instant request (32), server + its database's PostgreSQL "
+                           "backends / ms",
+    ("hitl", "cpu_ms"): "CPU per HITL round trip, server + its database's PostgreSQL backends / ms",
+    ("hitl32", "cpu_ms"): "CPU per HITL round trip (32), server + its database's PostgreSQL "
+                          "backends / ms",
+}
+
+
+def rows_for(db: str) -> list[tuple[str, tuple[str, ...], int]]:
+    """The table's rows; on PostgreSQL each CPU row is server + backends, with its parts and the
+    cluster's background processes (not in the sum: they work for every database) below it."""
+    if db == "sqlite":
+        return ROWS
+    out: list[tuple[str, tuple[str, ...], int]] = []
+    for title, path, digits in ROWS:
+        if path not in _PG_CPU_TITLES:
+            out.append((title, path, digits))
+            continue
+        scenario = path[0]
+        out += [(_PG_CPU_TITLES[path], path, digits),
+                ("... of which the server process / ms", (scenario, "server_cpu_ms"), 2),
+                ("... of which PostgreSQL's backends of its database / ms",
+                 (scenario, "pg_backend_cpu_ms"), 2),
+                ("PostgreSQL's background processes (whole cluster, not in the sum) / ms",
+                 (scenario, "pg_background_cpu_ms"), 2)]
+    out.append(("PostgreSQL backends of its database (HITL, 16 users)", ("hitl", "pg_backends"), 0))
+    return out
+
+
+def storage_note(data: dict[str, Any], s: Settings) -> list[str]:
+    """What the servers stored in, and at which durability (read back from each database)."""
+    if s.db == "sqlite":
+        return []
+    commits = sorted({str(run.get("synchronous_commit")) for runs in data["runs"].values()
+                      for run in runs if run.get("database")})
+    return [f"Storage: PostgreSQL, a freshly created database per server run (dropped after it), "
+            f"`synchronous_commit={SYNCHRONOUS_COMMIT}` for every connection (ALTER DATABASE; "
+            f"read back: {', '.join(commits) or '-'}), the cluster's fsync "
+            f"{data['machine'].get('fsync', '?')}. PostgreSQL's processes are not pinned: "
+            "'other processes on the server core' includes them when they ran there. "
+            "LangGraph alone: the process's CPU plus its database's PostgreSQL backends'.", ""]
+
+
 #: the cells whose tail issue 14 bounds: (name, scenario, latency prefix)
 TAIL_CELLS = [
     ("instant (16 connections)", "instant16", ""),
@@ -465,14 +600,17 @@ def ratio(a: Any, b: Any) -> float:
 
 def report(data: dict[str, Any], s: Settings) -> str:
     runs: dict[str, list[dict[str, Any]]] = data["runs"]
-    keys = [spec.key for spec in SPECS if spec.key in runs]
-    labels = {spec.key: spec.label for spec in SPECS}
+    specs = specs_for(s.db)
+    keys = [spec.key for spec in specs if spec.key in runs]
+    labels = {spec.key: spec.label for spec in specs}
+    alone_key = ALONE_KEYS[s.db]
     out = [f"Machine: {', '.join(f'{k} {v}' for k, v in data['machine'].items())}.",
            f"Settings: {s.reps} repetition(s), {s.warmup:g} s warm-up + {s.duration:g} s per run, "
-           f"{s.streams} streams, medians over repetitions (lowest to highest in brackets).", ""]
+           f"{s.streams} streams, medians over repetitions (lowest to highest in brackets).", "",
+           *storage_note(data, s)]
     out.append("| what | " + " | ".join(labels[k] for k in keys) + " |")
     out.append("|---|" + "---:|" * len(keys))
-    for title, path, digits in ROWS:
+    for title, path, digits in rows_for(s.db):
         cells = []
         for k in keys:
             if path == ("instant", "other_load_pct"):
@@ -534,9 +672,12 @@ def report(data: dict[str, Any], s: Settings) -> str:
         ("instant p99, ours / SDK hand-written", "<= 0.25",
          per_rep(lambda i: ratio(rep_value(OURS, i, "instant", "p99_ms"),
                                  rep_value(SDK_HW, i, "instant", "p99_ms"))), 2),
-        (f"CPU per HITL round trip, ours / LangGraph alone ({ALONE_KEY})", "<= 1.3",
+        (f"CPU per HITL round trip, ours / LangGraph alone ({alone_key}"
+         + ("; same checkpointer, PostgreSQL's backends' CPU on both sides)"
+            if s.db == "postgres" else ")"),
+         "<= 1.3",
          per_rep(lambda i: ratio(rep_value(OURS, i, "hitl", "cpu_ms"),
-                                 alone[i].get(ALONE_KEY) if i < len(alone) else None)), 2),
+                                 alone[i].get(alone_key) if i < len(alone) else None)), 2),
         ("`message/stream` first event p50 on an idle server, ours / ms", "<= 5",
          med(pick(runs.get(OURS, []), "stream", "first_p50_ms")), 2),
         (f"RSS per waiting task at {hi:,}, ours / KB", "< 0.5",
@@ -549,8 +690,9 @@ def report(data: dict[str, Any], s: Settings) -> str:
     for title, goal, value, digits in targets:
         out.append(f"| {title} | {fmt(value if isinstance(value, float) else math.nan, digits)} | {goal} |")
     if alone:
+        pg = ", plus its database's PostgreSQL backends'" if s.db == "postgres" else ""
         out += ["", "LangGraph alone, in process (bench/langgraph_alone.py), median CPU per "
-                "interrupt + resume round trip:", "", "| variant | CPU ms |", "|---|---:|"]
+                f"interrupt + resume round trip{pg}:", "", "| variant | CPU ms |", "|---|---:|"]
         for variant in alone[0]:
             out.append(f"| {variant} | {fmt(med([a.get(variant) for a in alone]), 2)} |")
     out += open_loop_report(data)
@@ -606,6 +748,9 @@ def open_loop_report(data: dict[str, Any]) -> list[str]:
 def settings(args: argparse.Namespace) -> Settings:
     quick = args.quick
     servers = tuple(args.servers.split(",")) if args.servers else tuple(spec.key for spec in SPECS)
+    unknown = set(servers) - {spec.key for spec in SPECS}
+    if unknown:
+        raise SystemExit(f"--servers: unknown {sorted(unknown)}; known: {[s.key for s in SPECS]}")
     mem_servers = (OURS,) if quick else (OURS, SDK_LG)
     if args.memory_servers is not None:
         mem_servers = tuple(x for x in args.memory_servers.split(",") if x)
@@ -620,6 +765,7 @@ def settings(args: argparse.Namespace) -> Settings:
         resume_samples=50 if quick else 200,
         alone_seconds=1.0 if quick else 3.0,
         servers=servers,
+        db=args.db,
     )
 
 
@@ -633,7 +779,12 @@ def main() -> None:
     p.add_argument("--fill-time-limit", type=float, default=0, help="seconds per memory fill step")
     p.add_argument("--skip-langgraph-alone", action="store_true",
                    help="do not run bench/langgraph_alone.py (bench/compare.py: our server only)")
-    p.add_argument("--name", default="latest", help="result files: bench/results/NAME.md and .json")
+    p.add_argument("--db", choices=("sqlite", "postgres"), default="sqlite",
+                   help="storage of ours and sdk-langgraph: a SQLite file, or a fresh PostgreSQL "
+                   "database per server run at LLAMON_BENCH_POSTGRES_URL's server (bench/pgdb.py)")
+    p.add_argument("--name", default=None,
+                   help="result files: bench/results/NAME.md and .json (default latest, "
+                   "latest-postgres with --db postgres)")
     p.add_argument("--open-loop", type=int, default=0, metavar="SAMPLES",
                    help="after the repetitions: open-loop runs (bench/open_loop.py) of ours and "
                    "sdk-langgraph at 50%% and 80%% of our median peak, SAMPLES arrivals per point "
@@ -642,6 +793,8 @@ def main() -> None:
                    help="our server records garbage collections and event-loop stalls "
                    "(bench/stalls.py); the JSON results get them per run")
     args = p.parse_args()
+    if args.name is None:
+        args.name = "latest" if args.db == "sqlite" else f"latest-{args.db}"
     if args.trace_stalls:  # read by bench/servers/llamon.py in the server process
         os.environ["LLAMON_BENCH_TRACE_STALLS"] = "1"
     s = settings(args)
@@ -653,16 +806,28 @@ def main() -> None:
         print("warning: no taskset or fewer than 2 cores; server and load share the CPU", flush=True)
     else:
         os.sched_setaffinity(0, {LOAD_CORE})  # this process is the HITL load generator
-    specs = [spec for spec in SPECS if spec.key in s.servers]
+    specs = [spec for spec in specs_for(s.db) if spec.key in s.servers]
     if any(spec.sdk_venv for spec in specs):  # `--servers ours` needs no SDK (nor its install)
         ensure_sdk_venv()
     data: dict[str, Any] = {"machine": machine(), "settings": s.__dict__, "runs": {k.key: [] for k in specs},
                             "langgraph_alone": [], "langgraph_alone_errors": {}, "memory": {}}
+    if s.db == "postgres":
+        # imported here: postgres_hitl imports this module, and compare.py's older checkouts
+        # may lack it
+        from bench.pgdb import stop_on_sigterm
+        from bench.postgres_hitl import ensure_sdk_postgres
+        from bench.postgres_hitl import machine as postgres_machine
+
+        stop_on_sigterm()  # SIGTERM as Ctrl-C: the servers stop and their databases are dropped
+        if any(spec.sdk_venv and spec.db for spec in specs):
+            ensure_sdk_postgres()
+        data["machine"].update({k: v for k, v in postgres_machine().items()
+                                if k not in data["machine"]})
     started = time.monotonic()
     for rep in range(s.reps):
         if s.alone_seconds:
             print(f"repetition {rep + 1}/{s.reps}: LangGraph alone ...", flush=True)
-            cpu, errors = langgraph_alone(s.alone_seconds)
+            cpu, errors = langgraph_alone(s.alone_seconds, s.db)
             data["langgraph_alone"].append(cpu)
             data["langgraph_alone_errors"].update(errors)
         order = specs[rep % len(specs):] + specs[: rep % len(specs)]
@@ -678,7 +843,7 @@ def main() -> None:
         for spec in specs:
             if spec.key in (OURS, SDK_LG):
                 print(f"open loop: {spec.key} ...", flush=True)
-                data["open_loop"][spec.key] = open_loop_runs(spec, peaks, args.open_loop)
+                data["open_loop"][spec.key] = open_loop_runs(spec, peaks, args.open_loop, s.db)
     for spec in specs:
         if spec.key in s.memory_servers:
             print(f"memory: {spec.key} (up to {s.memory_counts[-1]:,} waiting tasks) ...", flush=True)

@@ -1,4 +1,5 @@
-"""Our server on SQLite: ``create_app(AGENTS, db=FILE)``, as ``llamon-agent serve`` builds it.
+"""Our server: ``create_app(AGENTS, db=FILE|postgresql://...)``, as ``llamon-agent serve``
+builds it (SQLite file, or PostgreSQL with ``bench/run.py --db postgres``).
 
 Started through this file (not the ``llamon-agent`` command) only so that uvicorn runs with the
 same settings as the other benchmark servers (no access log).
@@ -14,7 +15,7 @@ from bench.servers._serve import parser, serve
 
 def main() -> None:
     p = parser(__doc__)
-    p.add_argument("--db", required=True, help="SQLite file for tasks and checkpoints")
+    p.add_argument("--db", required=True, help="SQLite file, or postgresql:// URL, for tasks and checkpoints")
     p.add_argument("--trace-stalls", action="store_true",
                    help="print garbage collections and event-loop stalls at shutdown "
                    "(bench/stalls.py)")
