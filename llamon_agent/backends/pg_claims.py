@@ -17,9 +17,11 @@ process holds every ``lease / 3`` seconds, so a live owner's claim never expires
 (a claim held longer than the lease is renewed), while a dead owner's is free one lease after
 its last renewal. Times are the database's clock, never a replica's.
 
-A claim's ``task_id`` is set by the turn once its task is known (``TurnWorker.start``); the
-claim notices and the heartbeat task writes it at once, so that a refused message on another
-replica names the task that keeps the context busy.
+A claim's ``task_id`` is written with the row when the claim is taken for a known task (an
+answer naming its task, a new task whose id is drawn first); otherwise, or when the turn turns
+out to be for another task (an answer without ``taskId``), the turn sets it
+(``TurnWorker.start``), the claim notices and the heartbeat task writes it at once, so that a
+refused message on another replica names the task that keeps the context busy.
 
 A renewal that finds a held claim's row gone or owned by another (its lease ran out, say during
 a long database outage, and another process took the context) drops the claim, logs a warning

@@ -48,7 +48,8 @@ class ContextClaims(Protocol):
     async def acquire(self, key: str, task_id: str | None = None) -> Claim:
         """The claim on the context ``key``; raises ``ClaimTaken`` while another holds it.
         ``task_id``: the task the claim is for, when the caller knows it already (an answer
-        naming its task), so that it is written with the claim instead of after it."""
+        naming its task, the id a new task will get), so that it is written with the claim
+        instead of after it."""
         ...
 
     async def release(self, claim: Claim) -> None:

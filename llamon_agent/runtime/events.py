@@ -10,6 +10,7 @@ Subscribing is synchronous, so taking a snapshot and registering cannot miss an 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections import OrderedDict, deque
 from collections.abc import AsyncIterator
 from itertools import islice
@@ -54,6 +55,9 @@ class Subscription:
         self._wakeup = asyncio.Event()
         self._closed = False
         self.evicted = False
+        #: set once the reader has handled its first event: it came back for the next one,
+        #: or it is gone (``first_handled``)
+        self._handled = asyncio.Event()
         if backlog:
             self._wakeup.set()
 
@@ -73,16 +77,31 @@ class Subscription:
         self._log._subscribers.discard(self)
         self._close()
 
+    async def first_handled(self, timeout: float) -> None:
+        """Wait, at most ``timeout`` seconds, until the reader has handled its first event.
+
+        A streamed turn waits here before its graph runs: the run otherwise takes the event
+        loop for its first steps while the stream's response is still being set up, and the
+        client's first event (the task, stored) waited for them (bench/README.md, "Speed,
+        round four"). The bound keeps a reader that never reads from holding the run."""
+        if self._handled.is_set():
+            return
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout):
+                await self._handled.wait()
+
     async def __aiter__(self) -> AsyncIterator[Event]:
         try:
             while True:
                 while self._queue and not self.evicted:
                     yield self._queue.popleft()
+                    self._handled.set()
                 if self._closed:
                     return
                 self._wakeup.clear()
                 await self._wakeup.wait()
         finally:
+            self._handled.set()
             self.close()
 
 

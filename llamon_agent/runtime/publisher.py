@@ -109,15 +109,18 @@ class LocalPublisher:
 
     async def save(self, record: StoredTask) -> None:
         """Every write of a task goes here. A terminal state closes the task's pending reviews,
-        so a reviewer deciding afterwards is told (409) instead of deciding nothing. The
-        listeners (push notifications) hear of every write once it is stored."""
+        so a reviewer deciding afterwards is told (409) instead of deciding nothing; only for
+        a task that opened one (``StoredTask.reviews_opened``, stored before any review of it
+        exists: ``task_reviews.py``), the others cost no statement. The listeners (push
+        notifications) hear of every write once it is stored."""
         await self._store.save(record)
         for listener in self._saved:
             try:
                 await listener(record)
             except Exception:  # the write is stored: a listener never undoes or stops it
                 log.exception("a listener of task %s's write failed", record.id)
-        if record.state not in TERMINAL_STATES or self._reviews is None:
+        if (record.state not in TERMINAL_STATES or self._reviews is None
+                or not record.reviews_opened):
             return
         try:
             ended = "failed" if record.state == "failed" else f"was {record.state}"

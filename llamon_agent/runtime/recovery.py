@@ -144,6 +144,9 @@ class LocalRecovery:
             await self._publisher.save(StoredTask(
                 task=task, agent_id=found.agent_id, event_seq=found.event_seq + 1,
                 space=found.space,
+                # an unreadable row may have opened reviews: its end closes any
+                reviews_opened=(found.reviews_opened if isinstance(found, StoredTask)
+                                else True),
             ))
             self._publisher.discard(found.id)
         except Exception:

@@ -115,6 +115,19 @@ class Router:
         self._refuse_expired(request, target, latest)
         self._check_target(request.message, context_id, target, latest)
 
+    async def busy(
+        self, space: str, context_id: str, claimed: str | None
+    ) -> UnsupportedOperationError:
+        """"Busy", naming the task that keeps the context busy. A claim is taken with the id a
+        new task would get before the turn knows whether the message answers the context's
+        waiting task instead (``TaskManager._begin_request``): until the turn names that task,
+        the claim's id is one that will never exist, so the context's unfinished task, which
+        any such turn is for, is named instead. Read on this refusal's path only."""
+        latest = await self._store.latest_in_context(context_key(space, context_id))
+        if latest is not None and latest.state not in TERMINAL_STATES:
+            return busy_error(context_id, latest.id)
+        return busy_error(context_id, claimed)
+
     async def context_agent(self, key: str) -> str | None:
         latest = await self._store.latest_in_context(key)
         return latest.agent_id if latest is not None else None
@@ -127,8 +140,12 @@ class Router:
         snapshot = await served.graph.aget_state(config_for(key))  # type: ignore[arg-type]
         return dict(snapshot.values) if isinstance(snapshot.values, dict) else {}
 
-    async def plan(self, request: Request, context_id: str) -> Plan:
-        """Called with the context claimed, so the tasks it reads cannot change meanwhile."""
+    async def plan(
+        self, request: Request, context_id: str, *, new_task_id: str | None = None
+    ) -> Plan:
+        """Called with the context claimed, so the tasks it reads cannot change meanwhile.
+        ``new_task_id``: the id of the task the message starts, if it starts one (drawn by
+        the caller before it took the claim, so that the claim names it from the start)."""
         message, hint = request.message, request.agent_hint
         latest = await self._store.latest_in_context(context_key(request.space, context_id))
         owner = latest.agent_id if latest is not None else None
@@ -150,7 +167,8 @@ class Router:
             if carries_decisions(message):
                 raise NoPendingReviewError(catalog.text("no_pending_review", request.language))
             await self._check_waiting_quota(request.space)
-            return self._new_task(served, context_id, message, request.space)
+            return self._new_task(served, context_id, message, request.space,
+                                  new_task_id or str(uuid.uuid4()))
         return await collect_answer(
             served, target, message, language=request.language, limits=self._limits
         )
@@ -229,8 +247,9 @@ class Router:
             )
 
     @staticmethod
-    def _new_task(served: ServedAgent, context_id: str, message: Message, space: str) -> Plan:
-        task_id = str(uuid.uuid4())
+    def _new_task(
+        served: ServedAgent, context_id: str, message: Message, space: str, task_id: str
+    ) -> Plan:
         inbound = message.model_copy(update={"task_id": task_id, "context_id": context_id})
         record = StoredTask(
             task=Task(

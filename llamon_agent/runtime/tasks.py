@@ -19,6 +19,7 @@ that this front claims and starts.
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack, suppress
 from typing import Any
@@ -265,14 +266,19 @@ class TaskManager:
         located = await self._router.locate(request)
         if located.replayed is not None:
             return located.replayed
+        # the claim is taken with the task the turn is for: the one the message names, else the
+        # id a new task will get (the plan uses it), so the claim row is written once with it;
+        # an answer without taskId resumes the context's waiting task instead, whose id the
+        # turn then gives the claim (``TurnWorker.start``)
+        task_id = request.message.task_id or str(uuid.uuid4())
         try:
             claim = await self._claims.acquire(context_key(space, located.context_id),
-                                               task_id=request.message.task_id)
+                                               task_id=task_id)
         except ClaimTaken as taken:  # told with the client's own context id, never the key
             await self._router.refuse_if_stale(request, located.context_id)
-            raise busy_error(located.context_id, taken.task_id) from None
+            raise await self._router.busy(space, located.context_id, taken.task_id) from None
         try:
-            plan = await self._router.plan(request, located.context_id)
+            plan = await self._router.plan(request, located.context_id, new_task_id=task_id)
             if request.expiring is not None:
                 mark_expired(plan.record, request.expiring)
             await check_task_bytes(plan.record, self._limits, self._storage.checkpointer)

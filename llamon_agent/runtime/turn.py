@@ -19,6 +19,7 @@ from .claims import Claim
 from .events import EventLog, Subscription
 from .run_settings import run_settings
 from .served import ServedAgent
+from .task_reviews import SaveTask, TaskReviews
 
 __all__ = ["Plan", "Turn", "config_for"]
 
@@ -72,17 +73,20 @@ class Turn:
         """Does a client learn this task's id before the turn ends (so it must be stored)?"""
         return self.subscription is not None or not self.blocking
 
-    def run_context(self) -> RunContext:
-        """The context of this turn's run: the server's part, the request's, the task id."""
+    def run_context(self, *, save: SaveTask) -> RunContext:
+        """The context of this turn's run: the server's part, the request's, the task id;
+        its review port stores the task with ``save`` before the task's first review
+        (``task_reviews.py``)."""
         settings = self.settings or run_settings(self.record)
         principal = principal_of_space(self.record.space)
         children = self.served.children
+        reviews = self.served.context.reviews
         return RunContext(
             language=settings.language,
             interrupt_on=settings.interrupt_on,
             task_id=self.record.id,
             agent_id=self.served.agent.id,
-            reviews=self.served.context.reviews,
+            reviews=TaskReviews(reviews, self.record, save) if reviews is not None else None,
             children=(children.bound(space_of(principal, internal=True), self.record.id)
                       if children else None),
             db=self.served.context.db,

@@ -43,6 +43,8 @@ log = logging.getLogger(__name__)
 Parked = Callable[[StoredTask], Awaitable[None]]
 
 _RECANCEL = 0.05  # seconds between cancels of a turn that has not seen the first
+#: the longest a streamed turn waits for its stream to send the first event before it runs
+FIRST_EVENT_WAIT = 0.1
 
 
 class TurnWorker:
@@ -163,6 +165,8 @@ class TurnWorker:
             if turn.canceled:  # cancelled before it began: nothing ran
                 await self._publisher.end(turn, Ending("canceled"))
                 return
+            if turn.subscription is not None:  # a stream: its first event goes out first
+                await turn.subscription.first_handled(FIRST_EVENT_WAIT)
             await self._publisher.set_status(turn, "working", save=False)
             started = time.monotonic()
             await self._publisher.end(turn, await self._ending(turn))
@@ -189,7 +193,7 @@ class TurnWorker:
             outcome = await run_turn(
                 turn.served.graph,
                 turn.graph_input,
-                config_for(record.context_key, turn.run_context()),
+                config_for(record.context_key, turn.run_context(save=self._publisher.save)),
                 durability=turn.served.agent.durability,
                 on_progress=lambda chunk: self._publisher.progress(turn, chunk),
             )

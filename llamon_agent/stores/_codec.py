@@ -5,8 +5,8 @@ A row that cannot be decoded (written by a bug, edited by hand, cut short on dis
 answers a clear error, and recovery fails or skips it and goes on with the others.
 
 The server-side facts of a task (``StoredTask.pending``, ``collected``, ``answered``,
-``added_reviews``, ``space``, the owner's, absent for ``anonymous``, and ``resuming``, absent
-between turns) are one JSON object in
+``added_reviews``, ``space``, the owner's, absent for ``anonymous``, ``resuming``, absent
+between turns, and ``reviews_opened``, absent when false) are one JSON object in
 the ``extra`` column. Version 2 writes
 ``{"v": 2, ...}`` with the field names; a row without ``"v"`` was written by the release before
 typed fields (keys ``pending``, ``collected_answers``, ``answered``, ``interrupt_on``) and is read
@@ -25,6 +25,7 @@ from ..a2a.types import Task
 from ..core.deadlines import expiry_from_json, expiry_to_json
 from ..core.principal import ANONYMOUS
 from ..errors import UnreadableTaskError
+from ..human_review.node import is_review_wait
 from .base import Expiry, Pending, StoredTask
 
 
@@ -55,6 +56,8 @@ def encode_extra(record: StoredTask) -> bytes:
                              "then": expiry_to_json(deadline.then)}
     if record.expired:
         facts["expired"] = list(record.expired)
+    if record.reviews_opened:
+        facts["reviews_opened"] = True
     return orjson.dumps(facts)
 
 
@@ -93,6 +96,13 @@ def _facts(extra: Any) -> dict[str, Any]:
     if not isinstance(expired, list) or not all(isinstance(i, str) for i in expired):
         raise ValueError("extra.expired is not a list of interrupt ids")
     facts["expired"] = tuple(expired)
+    opened = extra.get("reviews_opened")
+    if opened is None:  # absent, or a row of before the field: a task waiting for a reviewer
+        # had opened a review (one stored by a later version waits only after saying so)
+        opened = any(is_review_wait(p.value) for p in facts["pending"])
+    elif not isinstance(opened, bool):
+        raise ValueError("extra.reviews_opened is not a boolean")
+    facts["reviews_opened"] = opened
     return facts
 
 

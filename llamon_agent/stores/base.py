@@ -78,6 +78,10 @@ class StoredTask:
     #: the interrupts whose deadline passed (the last ``MAX_EXPIRED``): a late answer to one
     #: is refused as "question expired"
     expired: tuple[str, ...] = ()
+    #: a run of the task opened a reviewer's review (``request_review``); stored before the
+    #: review exists, so whichever process ends the task knows to close its pending reviews,
+    #: and a task without one (nearly all) ends without a statement for them
+    reviews_opened: bool = False
     #: bytes of the stored row this record was read from (0 for a new task); never stored:
     #: it lets the task-size bound skip encoding the whole task again for a small message
     stored_bytes: int = field(default=0, compare=False)

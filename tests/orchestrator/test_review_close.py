@@ -23,6 +23,7 @@ from llamon_agent.human_review import request_review
 from tests.conftest import durable_db
 from tests.orchestrator.helpers import (
     DRAFT_WITH_COLLATERAL,
+    REVIEW_WAIT,
     TOKEN,
     serve_app,
     serve_loan,
@@ -144,3 +145,92 @@ async def test_a_task_failed_at_restart_closes_its_review(tmp_path: Path) -> Non
         response = await h.decide(review_id, {"type": "approve"})
         assert response.status_code == 409
         assert response.json() == {"detail": "review closed: the task failed"}
+
+
+async def test_only_a_task_that_opened_a_review_closes_reviews_when_it_ends(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Closing a task's reviews is a statement on a database (``UPDATE llamon_reviews``); a
+    task that never opened one (nearly all) ends without it: completed, canceled while asking,
+    and an answer that ended it. The parked loan, canceled, still closes its review."""
+    async with serve_loan() as h:
+        port = h.app.state.reviews
+        close = port.close_for_task
+        closed_for: list[str] = []
+
+        async def recorded(task_id: str, reason: str) -> list[Any]:
+            closed_for.append(task_id)
+            return await close(task_id, reason)
+
+        monkeypatch.setattr(port, "close_for_task", recorded)
+        notes = await h.client.send("take notes", context_id="notes", agent_id="until-done")
+        assert notes["status"]["state"] == "input-required"
+        done = await h.client.send("done", context_id="notes")
+        assert done["status"]["state"] == "completed"
+        asked = await h.client.send("이 서류를 검증해줘", context_id="doc",
+                                    agent_id="document-review")
+        assert asked["status"]["state"] == "input-required"
+        canceled = await h.client.result("tasks/cancel", {"id": asked["id"]})
+        assert canceled["status"]["state"] == "canceled"
+        assert closed_for == []
+
+        task, review_id = await h.to_review()
+        await h.client.result("tasks/cancel", {"id": task["id"]})
+        assert closed_for == [task["id"]]
+        assert_closed(await h.review(review_id), "the task was canceled")
+
+
+def _watched_review(opened: asyncio.Event, go_on: asyncio.Event, task_ids: list[str]) -> Agent:
+    """One branch opens a review; the other waits until it is open (the task's id goes to
+    ``task_ids``, ``opened`` is set), then for ``go_on``: the run is still going on while the
+    review waits."""
+
+    async def ask_reviewer(state: _State, config: RunnableConfig) -> dict[str, Any]:
+        decision = await request_review({"text": "draft"}, config)
+        return {"result": decision.type}
+
+    async def watch(state: _State, config: RunnableConfig) -> dict[str, Any]:
+        served = run_context(config)
+        assert served is not None and served.reviews is not None and served.task_id
+        for _ in range(500):
+            if any(r.task_id == served.task_id for r in await served.reviews.pending()):
+                task_ids.append(served.task_id)
+                opened.set()
+                await go_on.wait()
+                return {}
+            await asyncio.sleep(0.01)
+        raise AssertionError("the review was never opened")
+
+    graph = StateGraph(_State)
+    graph.add_node("ask_reviewer", ask_reviewer)
+    graph.add_node("watch", watch)
+    graph.add_edge(START, "ask_reviewer")
+    graph.add_edge(START, "watch")
+    graph.add_edge("ask_reviewer", END)
+    graph.add_edge("watch", END)
+    return Agent("watched", graph)
+
+
+async def test_a_task_is_stored_as_having_a_review_before_the_review_is_open() -> None:
+    """Whoever ends a task decides from its stored record whether to close its reviews: the
+    record says so before the review exists, so a run that dies after opening it (its end
+    never stored) leaves a task that another process still closes the review of."""
+    opened, go_on = asyncio.Event(), asyncio.Event()
+    task_ids: list[str] = []
+    agent = _watched_review(opened, go_on, task_ids)
+    async with serve_app([agent], reviewer_token=TOKEN, review_wait=REVIEW_WAIT) as h:
+        sending = asyncio.create_task(h.client.send("go"))
+        try:
+            await asyncio.wait_for(opened.wait(), 10)
+            [task_id] = task_ids
+            stored = await h.manager._store.get(task_id)  # the row, not the live record
+            assert stored is not None
+            assert (stored.state, getattr(stored, "reviews_opened", None)) == ("working", True)
+        finally:
+            go_on.set()
+        task = await sending
+        assert task["status"]["state"] == "working"  # parked for the reviewer
+        [review] = await h.reviews()
+        await h.client.result("tasks/cancel", {"id": task_id})
+        assert await h.reviews() == []
+        assert_closed(await h.review(review["id"]), "the task was canceled")

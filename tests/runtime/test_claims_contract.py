@@ -125,3 +125,86 @@ async def test_releasing_a_claim_not_held_does_nothing(replicas: Replicas) -> No
     assert (await refusal(replicas.a, "s:c1")).task_id is None
     await replicas.b.release(holder)
     assert await replicas.a.held("s:c1") is False
+
+
+async def test_a_new_task_is_claimed_with_its_id_from_the_start(
+    replicas: Replicas, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A message that starts a task takes the context's claim with the id its task will have
+    (``TaskManager`` draws it before the claim, the router's plan uses it): a refusal names the
+    task at once, and on PostgreSQL no task-id ``UPDATE`` of the claim row follows (one
+    statement fewer per new task). An answer without ``taskId`` (to the context's waiting
+    task) cannot know its task before the plan: its claim still ends up naming that task."""
+    from llamon_agent.a2a.types import MessageSendParams
+    from llamon_agent.runtime.tasks import TaskManager
+    from llamon_agent.stores.storage import open_storage
+    from tests.conftest import send_params
+
+    from .helpers import doc_agent
+
+    taken: list[tuple[str, str | None]] = []  # (key, task id) as each claim was taken
+    claims: list[Claim] = []
+    acquire = replicas.a.acquire
+
+    async def recorded(key: str, task_id: str | None = None) -> Claim:
+        claim = await acquire(key, task_id)
+        taken.append((key, claim.task_id))
+        claims.append(claim)
+        return claim
+
+    monkeypatch.setattr(replicas.a, "acquire", recorded)
+    noted: list[object] = []  # PostgreSQL: the task ids the heartbeat is asked to write
+    on_postgres = getattr(replicas.a, "_note", None) is not None
+    if on_postgres:
+        monkeypatch.setattr(replicas.a, "_note", noted.append)
+
+    def params(text: str) -> MessageSendParams:
+        return MessageSendParams.model_validate(send_params(text, context_id="c1"))
+
+    async with (
+        open_storage(":memory:") as storage,
+        TaskManager([doc_agent()], storage, claims=replicas.a) as manager,
+    ):
+        asked = await manager.send(params("이 서류를 검증해줘"))
+        assert asked.status.state == "input-required"
+        assert taken == [("c1", asked.id)]
+        assert noted == []
+        again = await manager.send(params("여권"))  # no taskId: it answers the waiting task
+        assert (again.id, again.status.state) == (asked.id, "input-required")
+    assert [key for key, _ in taken] == ["c1", "c1"]
+    assert taken[1][1] != asked.id  # taken before the plan knew which task it answers
+    assert claims[1].task_id == asked.id  # and then named it, as before
+    assert noted == ([claims[1]] if on_postgres else [])  # its UPDATE, as before
+
+
+async def test_a_refusal_names_the_waiting_task_an_answer_s_claim_is_for(replicas: Replicas) -> None:
+    """An answer without ``taskId`` takes the claim with the id a new task would get (it
+    cannot know yet that it answers the waiting task); a message refused meanwhile, here on
+    another replica, is told the waiting task, never that id, which no task will have."""
+    from llamon_agent.a2a.types import MessageSendParams
+    from llamon_agent.errors import UnsupportedOperationError
+    from llamon_agent.runtime.tasks import TaskManager
+    from llamon_agent.stores.storage import open_storage
+    from tests.conftest import send_params
+
+    from .helpers import doc_agent
+
+    def params(text: str) -> MessageSendParams:
+        return MessageSendParams.model_validate(send_params(text, context_id="c1"))
+
+    async with (
+        open_storage(":memory:") as storage,
+        TaskManager([doc_agent()], storage, claims=replicas.a) as manager,
+    ):
+        asked = await manager.send(params("이 서류를 검증해줘"))
+        assert asked.status.state == "input-required"
+        answering = await replicas.b.acquire("c1", "a-task-id-drawn-for-the-answer")
+        try:
+            with pytest.raises(UnsupportedOperationError) as refused:
+                await manager.send(params("여권"))
+        finally:
+            await replicas.b.release(answering)
+        assert refused.value.data == {"contextId": "c1", "taskId": asked.id,
+                                      "reason": "task is busy"}
+        done = await manager.send(params("여권"))  # the context is free again
+        assert (done.id, done.status.state) == (asked.id, "input-required")

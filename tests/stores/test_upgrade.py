@@ -136,3 +136,43 @@ async def test_a_stored_extra_of_no_known_shape_is_unreadable(
         assert body["error"]["data"] == {"taskId": task_id, "reason": "unreadable stored task"}
         notes = await h.client.send("done", context_id="v1-notes")  # the others still work
         assert notes["status"]["state"] == "completed"
+
+
+async def test_a_task_parked_for_a_reviewer_before_reviews_opened_still_closes_its_review(
+    tmp_path: Path,
+) -> None:
+    """A row written before ``StoredTask.reviews_opened`` has no such key; a task parked for
+    a reviewer (a review wait among its pending interrupts) is read as having opened its
+    review, so canceling it still closes the review. A row waiting for an answer is not."""
+    from app.main import AGENTS
+
+    db = tmp_path / "upgrade.sqlite3"
+    shutil.copyfile(FIXTURE, db)
+    async with serve_app(AGENTS, db=str(db), reviewer_token="t", review_wait=0.3) as h:
+        [review] = await h.reviews()
+        loan = await h.manager._store.get(review["taskId"])
+        doc = await h.manager._store.latest_in_context("v1-doc")
+        assert loan is not None and doc is not None
+        assert (loan.reviews_opened, doc.reviews_opened) == (True, False)
+        await h.client.result("tasks/cancel", {"id": review["taskId"]})
+        assert await h.reviews() == []
+        assert (await h.review(review["id"]))["closedReason"] == "the task was canceled"
+
+
+def test_reviews_opened_is_stored_only_when_true_and_read_back() -> None:
+    from dataclasses import replace
+
+    from llamon_agent.errors import UnreadableTaskError
+    from llamon_agent.stores import _codec
+    from tests.stores.test_task_store_contract import record
+
+    plain = record("t1")
+    opened = replace(plain, reviews_opened=True)
+    assert "reviews_opened" not in json.loads(_codec.encode_extra(plain))
+    assert json.loads(_codec.encode_extra(opened))["reviews_opened"] is True
+    task = _codec.encode_task(plain)
+    for stored in (plain, opened):
+        got = _codec.decode(task, "a", 1, None, 0, _codec.encode_extra(stored))
+        assert got.reviews_opened is stored.reviews_opened
+    with pytest.raises(UnreadableTaskError):
+        _codec.decode(task, "a", 1, None, 0, b'{"v": 2, "reviews_opened": "yes"}')
