@@ -353,16 +353,17 @@ OPEN_LOOP_LOADS = (0.5, 0.8)
 
 
 def open_loop_runs(spec: Spec, peaks: dict[str, float], samples: int,
-                   db: str) -> list[dict[str, Any]]:
-    """On a fresh server: instant sends, then HITL round trips, each at 50% and 80% of our
-    own closed-loop peak (``peaks``: instant req/s, HITL round trips/s), ``samples`` arrivals
-    per point (bench/open_loop.py)."""
-    server = Server(spec, "open-loop", db)
+                   db: str, loads: tuple[float, ...] = OPEN_LOOP_LOADS,
+                   rep: int = 0) -> list[dict[str, Any]]:
+    """On a fresh server: instant sends, then HITL round trips, each at ``loads`` (default 50%
+    and 80%) of our own closed-loop peak (``peaks``: instant req/s, HITL round trips/s),
+    ``samples`` arrivals per point (bench/open_loop.py)."""
+    server = Server(spec, f"open-loop-{rep}", db)
     server.start()
     out: list[dict[str, Any]] = []
     try:
         for kind in ("instant", "hitl"):
-            for load in OPEN_LOOP_LOADS:
+            for load in loads:
                 rate = peaks[kind] * load
                 print(f"  open loop {spec.key} {kind} at {rate:.0f}/s ({load:.0%} of ours) ...",
                       flush=True)
@@ -371,7 +372,8 @@ def open_loop_runs(spec: Spec, peaks: dict[str, float], samples: int,
                                                with_task_id=spec.task_id))
                 cpu, other = meter.done()
                 summary = result.summary()
-                summary.update(load=load, cpu_s=cpu + meter.pg_backend_s, other_load_pct=other)
+                summary.update(load=load, cpu_s=cpu + meter.pg_backend_s, other_load_pct=other,
+                               rep=rep)
                 if meter.pg is not None:
                     summary.update(server_cpu_s=cpu, pg_backend_cpu_s=meter.pg_backend_s)
                 out.append(summary)
@@ -720,25 +722,35 @@ def report(data: dict[str, Any], s: Settings) -> str:
 
 
 def open_loop_report(data: dict[str, Any]) -> list[str]:
+    """Per server, kind and load: the median over repetitions, with the lowest and highest."""
     runs: dict[str, list[dict[str, Any]]] = data.get("open_loop") or {}
     if not runs:
         return []
     peaks = data["open_loop_peaks"]
-    out = ["", f"Open loop (bench/open_loop.py; one run per point; latency from each arrival's "
-           f"scheduled time): our closed-loop peaks {peaks['instant']:.0f} instant req/s, "
+    reps = max(len({p.get("rep", 0) for p in points}) for points in runs.values())
+    source = ("given (--open-loop-peaks, an earlier run of the same code)"
+              if data.get("open_loop_peaks_given") else "this run's medians")
+    out = ["", f"Open loop (bench/open_loop.py; {reps} interleaved repetition(s) per point, the "
+           f"median with the lowest and highest; latency from each arrival's scheduled time): "
+           f"our closed-loop peaks, {source}: {peaks['instant']:.0f} instant req/s, "
            f"{peaks['hitl']:.0f} HITL round trips/s.", "",
            "| server | load | rate /s | achieved /s | samples | what | p50 ms | p99 ms | p99.9 ms "
-           "| errors, unfinished |", "|---|---:|---:|---:|---:|---|---:|---:|---:|---:|"]
+           "| errors, unfinished (sum) |", "|---|---:|---:|---:|---:|---|---:|---:|---:|---:|"]
     for key, points in runs.items():
+        groups: dict[tuple[str, float], list[dict[str, Any]]] = {}
         for point in points:
-            names = ("send",) if point["kind"] == "instant" else ("ask", "answer", "round_trip")
+            groups.setdefault((point["kind"], point["load"]), []).append(point)
+        for (kind, load), group in groups.items():
+            names = ("send",) if kind == "instant" else ("ask", "answer", "round_trip")
             for name in names:
+                def col(field: str, digits: int = 1, group: list[dict[str, Any]] = group) -> str:
+                    return with_spread([p[field] for p in group], digits)
                 out.append(
-                    f"| {key} | {point['load']:.0%} | {point['rate']:.0f} | "
-                    f"{point['achieved_per_s']:.0f} | {point['done']:,} | {point['kind']} {name} | "
-                    f"{fmt(point[f'{name}_p50_ms'], 1)} | {fmt(point[f'{name}_p99_ms'], 1)} | "
-                    f"{fmt(point[f'{name}_p99.9_ms'], 1)} | {point['errors']}, "
-                    f"{point['unfinished']} |")
+                    f"| {key} | {load:.0%} | {group[0]['rate']:.0f} | {col('achieved_per_s', 0)} "
+                    f"| {sum(p['done'] for p in group):,} | {kind} {name} | "
+                    f"{col(f'{name}_p50_ms')} | {col(f'{name}_p99_ms')} | "
+                    f"{col(f'{name}_p99.9_ms')} | {sum(p['errors'] for p in group)}, "
+                    f"{sum(p['unfinished'] for p in group)} |")
     return out
 
 
@@ -755,7 +767,7 @@ def settings(args: argparse.Namespace) -> Settings:
     if args.memory_servers is not None:
         mem_servers = tuple(x for x in args.memory_servers.split(",") if x)
     return Settings(
-        reps=args.reps or (1 if quick else 3),
+        reps=args.reps if args.reps is not None else (1 if quick else 3),
         warmup=1.0 if quick else 2.0,
         duration=args.duration or (3.0 if quick else 10.0),
         streams=50 if quick else 200,
@@ -772,7 +784,8 @@ def settings(args: argparse.Namespace) -> Settings:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--quick", action="store_true", help="1 repetition of 3 s runs, no 50k memory step")
-    p.add_argument("--reps", type=int, default=0, help="repetitions (default 3, quick 1)")
+    p.add_argument("--reps", type=int, default=None,
+                   help="repetitions (default 3, quick 1; 0 with --open-loop-peaks: none)")
     p.add_argument("--duration", type=float, default=0, help="seconds per measured run (default 10)")
     p.add_argument("--servers", default="", help=f"comma-separated subset of {[s.key for s in SPECS]}")
     p.add_argument("--memory-servers", default=None, help="servers for the memory scenario ('' for none)")
@@ -789,6 +802,15 @@ def main() -> None:
                    help="after the repetitions: open-loop runs (bench/open_loop.py) of ours and "
                    "sdk-langgraph at 50%% and 80%% of our median peak, SAMPLES arrivals per point "
                    "(issue 14 asks for 10000)")
+    p.add_argument("--open-loop-reps", type=int, default=1,
+                   help="interleaved repetitions of every open-loop point (medians and spread "
+                   "reported; issue 14 asks for 3)")
+    p.add_argument("--open-loop-loads", default="0.5,0.8",
+                   help="fractions of our closed-loop peak to run the open loop at")
+    p.add_argument("--open-loop-peaks", default="", metavar="INSTANT,HITL",
+                   help="our closed-loop peaks (instant req/s, HITL round trips/s) from an "
+                   "earlier run of the same code, instead of this run's (then --servers may "
+                   "leave out the closed loop with --reps 0)")
     p.add_argument("--trace-stalls", action="store_true",
                    help="our server records garbage collections and event-loop stalls "
                    "(bench/stalls.py); the JSON results get them per run")
@@ -834,16 +856,24 @@ def main() -> None:
         for spec in order:
             print(f"repetition {rep + 1}/{s.reps}: {spec.key} ...", flush=True)
             data["runs"][spec.key].append(run_server(spec, rep, s))
-    if args.open_loop and OURS in data["runs"]:
-        ours_runs = data["runs"][OURS]
-        peaks = {"instant": med(pick(ours_runs, "instant", "req_s")),
-                 "hitl": med(pick(ours_runs, "hitl", "round_trips_per_s"))}
+    if args.open_loop and (OURS in data["runs"] or args.open_loop_peaks):
+        if args.open_loop_peaks:  # measured by an earlier run of the same code: say which
+            instant, hitl = (float(x) for x in args.open_loop_peaks.split(","))
+            peaks = {"instant": instant, "hitl": hitl}
+        else:
+            ours_runs = data["runs"][OURS]
+            peaks = {"instant": med(pick(ours_runs, "instant", "req_s")),
+                     "hitl": med(pick(ours_runs, "hitl", "round_trips_per_s"))}
         data["open_loop_peaks"] = peaks
+        data["open_loop_peaks_given"] = bool(args.open_loop_peaks)
         data["open_loop"] = {}
-        for spec in specs:
-            if spec.key in (OURS, SDK_LG):
-                print(f"open loop: {spec.key} ...", flush=True)
-                data["open_loop"][spec.key] = open_loop_runs(spec, peaks, args.open_loop, s.db)
+        loads = tuple(float(x) for x in args.open_loop_loads.split(","))
+        looped = [spec for spec in specs if spec.key in (OURS, SDK_LG)]
+        for rep in range(args.open_loop_reps):  # interleaved: the order rotates each time
+            for spec in looped[rep % len(looped):] + looped[: rep % len(looped)]:
+                print(f"open loop {rep + 1}/{args.open_loop_reps}: {spec.key} ...", flush=True)
+                data["open_loop"].setdefault(spec.key, []).extend(
+                    open_loop_runs(spec, peaks, args.open_loop, s.db, loads, rep))
     for spec in specs:
         if spec.key in s.memory_servers:
             print(f"memory: {spec.key} (up to {s.memory_counts[-1]:,} waiting tasks) ...", flush=True)

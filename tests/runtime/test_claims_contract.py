@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import AsyncExitStack
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 
@@ -127,6 +128,29 @@ async def test_releasing_a_claim_not_held_does_nothing(replicas: Replicas) -> No
     assert await replicas.a.held("s:c1") is False
 
 
+@asynccontextmanager
+async def doc_manager(claims: ContextClaims) -> AsyncIterator[Any]:
+    """A ``TaskManager`` serving the document-review agent on memory storage with ``claims``."""
+    from llamon_agent.runtime.tasks import TaskManager
+    from llamon_agent.stores.storage import open_storage
+
+    from .helpers import doc_agent
+
+    async with (
+        open_storage(":memory:") as storage,
+        TaskManager([doc_agent()], storage, claims=claims) as manager,
+    ):
+        yield manager
+
+
+def in_c1(text: str) -> Any:
+    """``MessageSendParams`` of a message without ``taskId`` in the context ``c1``."""
+    from llamon_agent.a2a.types import MessageSendParams
+    from tests.conftest import send_params
+
+    return MessageSendParams.model_validate(send_params(text, context_id="c1"))
+
+
 async def test_a_new_task_is_claimed_with_its_id_from_the_start(
     replicas: Replicas, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -135,13 +159,6 @@ async def test_a_new_task_is_claimed_with_its_id_from_the_start(
     task at once, and on PostgreSQL no task-id ``UPDATE`` of the claim row follows (one
     statement fewer per new task). An answer without ``taskId`` (to the context's waiting
     task) cannot know its task before the plan: its claim still ends up naming that task."""
-    from llamon_agent.a2a.types import MessageSendParams
-    from llamon_agent.runtime.tasks import TaskManager
-    from llamon_agent.stores.storage import open_storage
-    from tests.conftest import send_params
-
-    from .helpers import doc_agent
-
     taken: list[tuple[str, str | None]] = []  # (key, task id) as each claim was taken
     claims: list[Claim] = []
     acquire = replicas.a.acquire
@@ -158,18 +175,12 @@ async def test_a_new_task_is_claimed_with_its_id_from_the_start(
     if on_postgres:
         monkeypatch.setattr(replicas.a, "_note", noted.append)
 
-    def params(text: str) -> MessageSendParams:
-        return MessageSendParams.model_validate(send_params(text, context_id="c1"))
-
-    async with (
-        open_storage(":memory:") as storage,
-        TaskManager([doc_agent()], storage, claims=replicas.a) as manager,
-    ):
-        asked = await manager.send(params("이 서류를 검증해줘"))
+    async with doc_manager(replicas.a) as manager:
+        asked = await manager.send(in_c1("이 서류를 검증해줘"))
         assert asked.status.state == "input-required"
         assert taken == [("c1", asked.id)]
         assert noted == []
-        again = await manager.send(params("여권"))  # no taskId: it answers the waiting task
+        again = await manager.send(in_c1("여권"))  # no taskId: it answers the waiting task
         assert (again.id, again.status.state) == (asked.id, "input-required")
     assert [key for key, _ in taken] == ["c1", "c1"]
     assert taken[1][1] != asked.id  # taken before the plan knew which task it answers
@@ -181,30 +192,18 @@ async def test_a_refusal_names_the_waiting_task_an_answer_s_claim_is_for(replica
     """An answer without ``taskId`` takes the claim with the id a new task would get (it
     cannot know yet that it answers the waiting task); a message refused meanwhile, here on
     another replica, is told the waiting task, never that id, which no task will have."""
-    from llamon_agent.a2a.types import MessageSendParams
     from llamon_agent.errors import UnsupportedOperationError
-    from llamon_agent.runtime.tasks import TaskManager
-    from llamon_agent.stores.storage import open_storage
-    from tests.conftest import send_params
 
-    from .helpers import doc_agent
-
-    def params(text: str) -> MessageSendParams:
-        return MessageSendParams.model_validate(send_params(text, context_id="c1"))
-
-    async with (
-        open_storage(":memory:") as storage,
-        TaskManager([doc_agent()], storage, claims=replicas.a) as manager,
-    ):
-        asked = await manager.send(params("이 서류를 검증해줘"))
+    async with doc_manager(replicas.a) as manager:
+        asked = await manager.send(in_c1("이 서류를 검증해줘"))
         assert asked.status.state == "input-required"
         answering = await replicas.b.acquire("c1", "a-task-id-drawn-for-the-answer")
         try:
             with pytest.raises(UnsupportedOperationError) as refused:
-                await manager.send(params("여권"))
+                await manager.send(in_c1("여권"))
         finally:
             await replicas.b.release(answering)
         assert refused.value.data == {"contextId": "c1", "taskId": asked.id,
                                       "reason": "task is busy"}
-        done = await manager.send(params("여권"))  # the context is free again
+        done = await manager.send(in_c1("여권"))  # the context is free again
         assert (done.id, done.status.state) == (asked.id, "input-required")
