@@ -108,6 +108,11 @@ class LocalRecovery:
                 recovered.resume.append(rerun)
                 return
         pending = tuple(Pending(i.id, i.value) for i in interrupts)
+        if _stored_as_parked(record, pending):
+            # nothing to write: storing the same wait again gave it a new status message and
+            # event id, which every other replica's sweep took for a new version to end again
+            recovered.parked.append(record)
+            return
         turn = Turn(record, served or next(iter(self._served.values())), None,
                     self._publisher.open(record.id, record.event_seq), None, runs=False)
         if pending and is_review_wait(pending[0].value):
@@ -175,6 +180,17 @@ def _continuation(
     if first.message_id in {getattr(m, "id", None) for m in values.get("messages", ())}:
         return None  # it was: the run got to its end, whose report was lost
     return Plan(record, served, graph_input(record, first, served.input_keys))
+
+
+def _stored_as_parked(record: StoredTask, pending: tuple[Pending, ...]) -> bool:
+    """Is the task stored as its graph stands: waiting for the reviewer of ``pending``, with
+    the status its turn's end gave it?"""
+    return (
+        bool(pending) and is_review_wait(pending[0].value) and record.state == "working"
+        and record.resuming is None and record.pending == pending
+        and record.pending_interrupt == pending[0].id
+        and record.task.status.message is not None
+    )
 
 
 class LeaseRecovery(LocalRecovery):

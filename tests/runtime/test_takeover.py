@@ -8,13 +8,18 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 import pytest
+from langchain_core.runnables import RunnableConfig
+from langgraph.graph import END, START, StateGraph
 
 from llamon_agent import Agent
 from llamon_agent.a2a.types import Message, Task, TextPart
+from llamon_agent.core.ports import Decision
 from llamon_agent.errors import UnsupportedOperationError
+from llamon_agent.human_review import request_review
+from llamon_agent.human_review.port import InMemoryReviewPort
 from llamon_agent.runtime import messages
 from llamon_agent.runtime.cancel_relay import CancelHandler
 from llamon_agent.runtime.claims import LocalClaims
@@ -184,3 +189,50 @@ async def test_a_first_turn_without_a_checkpoint_is_run_again_unless_the_agent_o
         text = record.task.status.message.parts[0].text  # type: ignore[union-attr]
         assert text == ("The server could not resume this task after a restart: its run was "
                         "interrupted and this agent does not continue interrupted runs.")
+
+
+class _Drafted(TypedDict, total=False):
+    result: str
+
+
+def _reviewed_agent() -> Agent:
+    """One node that asks a reviewer and ends with the decision's type."""
+
+    async def ask_reviewer(state: _Drafted, config: RunnableConfig) -> dict[str, Any]:
+        decision = await request_review({"text": "draft"}, config)
+        return {"result": decision.type}
+
+    graph = StateGraph(_Drafted)
+    graph.add_node("ask_reviewer", ask_reviewer)
+    graph.add_edge(START, "ask_reviewer")
+    graph.add_edge("ask_reviewer", END)
+    return Agent("reviewed", graph)
+
+
+async def test_a_task_parked_for_its_reviewer_is_left_as_stored_by_other_replicas() -> None:
+    """A parked task holds no claim (no run waits for the reviewer), so every sweep of every
+    replica finds it free. Before: each replica re-ended it once, storing and publishing a new
+    'A reviewer is checking' status (new message id, new timestamp, event id + 1), so two reads
+    of the parked task on two servers differed (CI, tests/process/test_replicas.py). Now a
+    sweep only looks for a decision taken while no replica listened; the decision still ends it.
+    """
+    claims, port = LocalClaims(), InMemoryReviewPort()
+    agent = _reviewed_agent()
+    async with open_storage(":memory:") as storage, \
+            replica(storage, claims, agent, reviews=port, review_wait=0.05) as a:
+        task = await a.send(params("draft it"))
+        assert task.status.state == "working"
+        parked = await storage.tasks.get(task.id)
+        assert parked is not None and parked.task.status.message is not None
+        async with replica(storage, claims, agent, reviews=port):
+            await asyncio.sleep(SWEEP * 10)  # B starts and sweeps many times
+            now = await storage.tasks.get(task.id)
+            assert now is not None
+            assert now.event_seq == parked.event_seq
+            assert now.task.to_json() == parked.task.to_json()
+            [review] = await port.pending()
+            await port.decide(review.id, Decision("approve"))
+            await until_stored(storage, task.id, "completed")
+        done = await storage.tasks.get(task.id)
+        assert done is not None and done.task.artifacts is not None
+        assert [p.data for p in done.task.artifacts[0].parts] == [{"value": "approve"}]  # type: ignore[union-attr]
