@@ -154,18 +154,19 @@ class PushNotifications:
         if record.state not in NOTIFIED_STATES:
             return
         try:
-            keys = await self._enqueue(record)
+            keys = await self._enqueue(record, just_saved=True)
         except Exception:
             log.exception("push deliveries of task %s could not be enqueued; the next sweep "
                           "catches up", record.id)
             return
         self._dispatcher.kick(keys)
 
-    async def _enqueue(self, record: StoredTask, now: float | None = None
-                       ) -> list[DeliveryKey]:
+    async def _enqueue(self, record: StoredTask, now: float | None = None, *,
+                       just_saved: bool = False) -> list[DeliveryKey]:
         history = self._policy.history_length
         at = self._clock().timestamp() if now is None else now
-        return await self._store.enqueue(record, lambda: _body(record, history), at)
+        return await self._store.enqueue(record, lambda: _body(record, history), at,
+                                         just_saved=just_saved)
 
     async def sweep(self, now: datetime) -> int:
         """The sweep job: catch up on changes not enqueued, then start the attempts due

@@ -3,7 +3,9 @@
 ::
 
     locate()  the context (from taskId, contextId, or a new one) and, for an answer bound to
-              its question (metadata.interruptId), the task it already answered: a retry
+              its question (metadata.interruptId), the task it already answered: a retry.
+              A message naming both its task and its context is not read here: ``plan``
+              reads its task under the claim, and checks what this read would have
     plan()    under the context's claim: new input (a new task), an answer (collect.py:
               resume, ask the next question, or ask again), or a refusal
 """
@@ -18,6 +20,7 @@ from typing import Any
 from ..a2a.types import RUNNING_STATES, TERMINAL_STATES, Message, Task
 from ..core.bounds import Limits
 from ..core.clock import Clock, iso, system_clock
+from ..core.hitl import INTERRUPT_ID
 from ..core.principal import context_key
 from ..errors import (
     InvalidParamsError,
@@ -44,10 +47,13 @@ __all__ = ["Located", "Router"]
 
 @dataclass(frozen=True)
 class Located:
-    """Where a message goes: its context, and the task it already answered (a retry)."""
+    """Where a message goes: its context, and the task it already answered (a retry).
+    ``unread``: the task the message names was not read to find its context (the message
+    names that too); ``plan`` reads it under the claim, ``check_named`` on a busy refusal."""
 
     context_id: str
     replayed: StoredTask | None = None
+    unread: bool = False
 
 
 class Router:
@@ -66,19 +72,12 @@ class Router:
 
     async def locate(self, request: Request) -> Located:
         message = request.message
+        if (message.task_id is not None and message.context_id is not None
+                and (message.metadata or {}).get(INTERRUPT_ID) is None):
+            # the usual answer: its task is read once, under the claim (``plan``)
+            return Located(message.context_id, unread=True)
         if message.task_id is not None:
-            found = await self._live.load(message.task_id, request.space)
-            if found is None:
-                raise TaskNotFoundError(
-                    f"Task {message.task_id} was specified but does not exist",
-                    data={"taskId": message.task_id},
-                )
-            if message.context_id is not None and message.context_id != found.context_id:
-                raise InvalidParamsError(
-                    "bad context id: the task belongs to another context",
-                    data={"taskId": found.id, "contextId": message.context_id},
-                )
-            context_id = found.context_id
+            context_id = (await self.check_named(request)).context_id
         else:
             context_id = message.context_id or str(uuid.uuid4())
         bound = bound_interrupt(message)
@@ -87,6 +86,17 @@ class Router:
         # looked at before the claim: a retry that arrives while its answer's turn still runs
         # is answered with the task as it stands, not "busy"
         return Located(context_id, await self._replayed(request, context_id, bound))
+
+    async def check_named(self, request: Request) -> StoredTask:
+        """The task the message names, as it stands, when it is the caller's and in the
+        context the message names (if it names one); raises what the client is told otherwise."""
+        message = request.message
+        assert message.task_id is not None
+        found = await self._live.load(message.task_id, request.space)
+        if found is None:
+            raise _not_found(message.task_id)
+        _check_context(message, found)
+        return found
 
     async def _replayed(self, request: Request, context_id: str, bound: str) -> StoredTask | None:
         """The task (live or stored) on which this very message already answered ``bound``."""
@@ -148,6 +158,7 @@ class Router:
         the caller before it took the claim, so that the claim names it from the start)."""
         message, hint = request.message, request.agent_hint
         latest = await self._store.latest_in_context(context_key(request.space, context_id))
+        target = await self._target(message, latest, request.space)  # a named task first
         owner = latest.agent_id if latest is not None else None
         if hint is not None and owner is not None and hint != owner:
             raise InvalidParamsError(
@@ -160,7 +171,6 @@ class Router:
             raise InvalidParamsError(
                 f"Context {context_id} belongs to agent {agent_id!r}, which is not served here"
             )
-        target = await self._target(message, latest, request.space)
         self._refuse_expired(request, target, latest)
         self._check_target(message, context_id, target, latest)
         if target is None:
@@ -184,7 +194,8 @@ class Router:
             else await self._store.get(message.task_id)
         if target is None or target.space != space:  # stored a moment ago, or lost with a
             # turn a restart dropped
-            raise TaskNotFoundError(data={"taskId": message.task_id})
+            raise _not_found(message.task_id)
+        _check_context(message, target)  # what ``locate`` left to this read (``unread``)
         return target
 
     async def _check_waiting_quota(self, space: str) -> None:
@@ -260,3 +271,16 @@ class Router:
             space=space,
         )
         return Plan(record, served, graph_input(record, inbound, served.input_keys))
+
+
+def _not_found(task_id: str) -> TaskNotFoundError:
+    return TaskNotFoundError(f"Task {task_id} was specified but does not exist",
+                             data={"taskId": task_id})
+
+
+def _check_context(message: Message, task: StoredTask) -> None:
+    if message.context_id is not None and message.context_id != task.context_id:
+        raise InvalidParamsError(
+            "bad context id: the task belongs to another context",
+            data={"taskId": task.id, "contextId": message.context_id},
+        )

@@ -275,6 +275,8 @@ class TaskManager:
             claim = await self._claims.acquire(context_key(space, located.context_id),
                                                task_id=task_id)
         except ClaimTaken as taken:  # told with the client's own context id, never the key
+            if located.unread:  # a wrong task id is told as such, busy or not
+                await self._router.check_named(request)
             await self._router.refuse_if_stale(request, located.context_id)
             raise await self._router.busy(space, located.context_id, taken.task_id) from None
         try:

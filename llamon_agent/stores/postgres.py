@@ -43,7 +43,9 @@ from .base import (
     listed_task,
     listing_condition,
 )
+from .push_base import NOTIFIED_STATES
 from .push_postgres import SCHEMA as PUSH_SCHEMA
+from .push_postgres import UNSEEN_AFTER_UPSERT, UnseenConfigs
 
 __all__ = ["MIGRATIONS", "PostgresTaskStore", "migrate", "open_postgres"]
 
@@ -154,6 +156,8 @@ class PostgresTaskStore:
 
     def __init__(self, pool: AsyncConnectionPool[Any]) -> None:
         self._pool = pool
+        #: what each notified save found of the task's push configs, for the push store
+        self.unseen_push = UnseenConfigs()
 
     async def _rows(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         async with self._pool.connection() as conn, conn.cursor(row_factory=tuple_row) as cur:
@@ -170,8 +174,13 @@ class PostgresTaskStore:
         row = (record.id, record.context_key, record.agent_id, record.state, record.event_seq,
                record.pending_interrupt, record.reask_count, _codec.encode_task(record),
                _codec.encode_extra(record), record.space, time.time(), record.expires_at)
-        async with self._pool.connection() as conn:
-            await conn.execute(_UPSERT_TASK, row)
+        if record.state not in NOTIFIED_STATES:
+            async with self._pool.connection() as conn:
+                await conn.execute(_UPSERT_TASK, row)
+            return
+        found = await self._rows(_UPSERT_TASK + UNSEEN_AFTER_UPSERT,
+                                 (*row, record.id, record.event_seq))
+        self.unseen_push.note(record.id, record.event_seq, bool(found and found[0][0]))
 
     async def latest_in_context(self, context_key: str) -> StoredTask | None:
         if "\x00" in context_key:  # as in ``get``

@@ -105,11 +105,13 @@ class PushStore(Protocol):
         ...
 
     async def enqueue(self, record: StoredTask, body: Callable[[], bytes],
-                      now: float) -> list[DeliveryKey]:
+                      now: float, *, just_saved: bool = False) -> list[DeliveryKey]:
         """One delivery per config that has not seen ``record``'s change (a notified state
         at ``record.event_seq``), due at ``now``, in one transaction with the configs' new
         ``seen_seq``; ``body()`` is called only when there is one. Returns the new ones
-        (none when another server enqueued them first)."""
+        (none when another server enqueued them first). ``just_saved``: this process has
+        just stored ``record`` (the publisher's listener), so a store may take what that
+        save found instead of looking again (PostgreSQL); the sweep's reconciliation looks."""
         ...
 
     async def stale_tasks(self, limit: int) -> list[str]:

@@ -68,7 +68,7 @@ class InMemoryPushStore:
             del self._rows[key]
 
     async def enqueue(self, record: StoredTask, body: Callable[[], bytes],
-                      now: float) -> list[DeliveryKey]:
+                      now: float, *, just_saved: bool = False) -> list[DeliveryKey]:
         if record.state not in NOTIFIED_STATES:
             return []
         due = [(cid, c) for cid, c in self._configs.get(record.id, {}).items()

@@ -113,7 +113,7 @@ class SQLitePushStore:
                 (task_id, config_id))
 
     async def enqueue(self, record: StoredTask, body: Callable[[], bytes],
-                      now: float) -> list[DeliveryKey]:
+                      now: float, *, just_saved: bool = False) -> list[DeliveryKey]:
         if record.state not in NOTIFIED_STATES:
             return []
         due = [row[0] for row in self._conn.execute(

@@ -71,7 +71,8 @@ async def open_storage(db: str) -> AsyncIterator[Storage]:
 
         async with open_postgres(url.target) as (pg_tasks, pg_reviews, pg_saver, pool):
             yield Storage(tasks=pg_tasks, checkpointer=pg_saver, reviews=pg_reviews,
-                          db=url.target, pool=pool, push=PostgresPushStore(pool))
+                          db=url.target, pool=pool,
+                          push=PostgresPushStore(pool, pg_tasks.unseen_push))
         return
     db = url.target
     with ExitStack() as opened:  # closed in reverse: offload, connection, then the lock

@@ -176,3 +176,49 @@ async def test_a_task_without_configs_costs_one_read_and_no_transaction(
     assert "t5" in await storage.push.stale_tasks(100)
     keys = await storage.push.enqueue(task, lambda: b"{}", 2.0)
     assert [k.config_id for k in keys] == ["a"]
+
+
+def counted_statements(storage: Storage, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The statements PostgreSQL is sent from now on (none counted on the other stores)."""
+    sent: list[str] = []
+    if storage.db.startswith("postgres"):
+        import psycopg
+
+        execute = psycopg.AsyncCursor.execute
+
+        def counted(self: object, query: object, *args: object, **kwargs: object) -> object:
+            sent.append(" ".join(str(query).split()))
+            return execute(self, query, *args, **kwargs)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(psycopg.AsyncCursor, "execute", counted)
+    return sent
+
+
+async def test_a_task_without_configs_costs_its_save_alone(
+    two: tuple[Storage, Storage], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """On PostgreSQL the task's upsert says whether a config of the task has not seen the
+    change it saves, so the enqueue that follows sends nothing for a task without one: one
+    statement per notified save instead of two (a HITL round trip saves two)."""
+    storage = two[0]
+    sent = counted_statements(storage, monkeypatch)
+    asked = record("t6", "input-required", 2)
+    await storage.tasks.save(asked)
+    assert await storage.push.enqueue(asked, lambda: b"{}", 1.0, just_saved=True) == []
+    if storage.db.startswith("postgres"):
+        assert len(sent) == 1 and sent[0].startswith("INSERT INTO llamon_tasks"), sent
+    # a task with a config: its save says so, and the change is enqueued
+    await storage.push.put_config(asked, hook("a"), max_configs=5)
+    answered = record("t6", "completed", 4)
+    await storage.tasks.save(answered)
+    keys = await storage.push.enqueue(answered, lambda: b"{}", 2.0, just_saved=True)
+    assert [(k.config_id, k.seq) for k in keys] == [("a", 4)]
+    # a config set between a save and its enqueue: either the enqueue or the sweep's query
+    # finds it (PostgreSQL: the sweep, as for a config set while the read ran before)
+    later = record("t7", "input-required", 2)
+    await storage.tasks.save(later)
+    await storage.push.put_config(record("t7", "working", 1), hook("b"), max_configs=5)
+    if not await storage.push.enqueue(later, lambda: b"{}", 3.0, just_saved=True):
+        assert "t7" in await storage.push.stale_tasks(100)
+        keys = await storage.push.enqueue(later, lambda: b"{}", 3.0)  # as the sweep does
+        assert [(k.config_id, k.seq) for k in keys] == [("b", 2)]
