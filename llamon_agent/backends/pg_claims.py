@@ -18,10 +18,11 @@ process holds every ``lease / 3`` seconds, so a live owner's claim never expires
 its last renewal. Times are the database's clock, never a replica's.
 
 A claim's ``task_id`` is written with the row when the claim is taken for a known task (an
-answer naming its task, a new task whose id is drawn first); otherwise, or when the turn turns
-out to be for another task (an answer without ``taskId``), the turn sets it
-(``TurnWorker.start``), the claim notices and the heartbeat task writes it at once, so that a
-refused message on another replica names the task that keeps the context busy.
+answer naming its task, a new task whose id is drawn first). When the turn turns out to be for
+another task (an answer without ``taskId`` resumes the context's waiting task), the renewal
+writes the claim's task with its new expiry: no statement of its own on every such answer. A
+refusal meanwhile names the context's unfinished task, read from the task store
+(``runtime.claims.busy_refusal``), which is the one such a turn is for.
 
 A renewal that finds a held claim's row gone or owned by another (its lease ran out, say during
 a long database outage, and another process took the context) drops the claim, logs a warning
@@ -31,12 +32,11 @@ and tells ``on_lost``: the turn running under it no longer owns its context.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import re
 import uuid
 from collections.abc import Callable, Collection
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from psycopg.rows import tuple_row
@@ -58,16 +58,6 @@ LostClaim = Callable[[Claim], None]
 @dataclass(eq=False)
 class _HeldClaim(Claim):
     owner: str = ""
-    #: called when the turn sets ``task_id`` (the claims write it at once)
-    on_task: Callable[[_HeldClaim], None] | None = field(default=None, repr=False)
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        # the claim was taken for this task already: nothing to write
-        unchanged = name == "task_id" and name in self.__dict__ and self.__dict__[name] == value
-        super().__setattr__(name, value)
-        hook = self.__dict__.get("on_task")  # absent while the dataclass initialises
-        if name == "task_id" and hook is not None and not unchanged:
-            hook(self)
 
 
 class PostgresClaims:
@@ -91,8 +81,6 @@ class PostgresClaims:
         self._table = table
         self._on_lost = on_lost
         self._held: dict[str, _HeldClaim] = {}  # owner token -> claim
-        self._noted: set[str] = set()  # owners whose task id is not written yet
-        self._wake = asyncio.Event()
         self._heartbeat: asyncio.Task[None] | None = None
         self._cleanups: set[asyncio.Task[None]] = set()
 
@@ -126,7 +114,6 @@ class PostgresClaims:
             await asyncio.gather(*self._cleanups, return_exceptions=True)
         held = list(self._held.values())
         self._held.clear()
-        self._noted.clear()
         await self._delete(held)
 
     # ------------------------------------------------------------------ ContextClaims
@@ -153,7 +140,7 @@ class PostgresClaims:
                 self._delete_later(_HeldClaim(key, None, owner))
                 raise
             if taken:
-                claim = _HeldClaim(key, task_id, owner, on_task=self._note)
+                claim = _HeldClaim(key, task_id, owner)
                 self._held[owner] = claim
                 return claim
             holder = await self._rows(f"SELECT task_id FROM {t} WHERE key = %s", (key,))
@@ -170,7 +157,6 @@ class PostgresClaims:
         if held is None or held is not claim:
             return
         del self._held[held.owner]
-        self._noted.discard(held.owner)
         await self._delete([held])
 
     async def held(self, key: str) -> bool:
@@ -210,57 +196,28 @@ class PostgresClaims:
 
     # ------------------------------------------------------------------ heartbeat
 
-    def _note(self, claim: _HeldClaim) -> None:
-        if self._held.get(claim.owner) is claim:
-            self._noted.add(claim.owner)
-            self._wake.set()
-
     async def _beat(self) -> None:
-        """Write noted task ids at once; renew every held claim every ``lease / 3`` seconds.
-        A failed step is tried again at the next beat; one never keeps the other from running."""
-        interval = self._lease / 3
-        loop = asyncio.get_running_loop()
-        next_renewal = loop.time() + interval
+        """Renew every held claim every ``lease / 3`` seconds; a failed renewal is tried again
+        at the next beat."""
         while True:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), max(0.0, next_renewal - loop.time()))
-            self._wake.clear()
+            await asyncio.sleep(self._lease / 3)
             try:
-                await self._write_task_ids()
+                await self._renew()
             except Exception as exc:
-                log.warning("could not write the task ids of context claims: %s", exc)
-            if loop.time() >= next_renewal:
-                next_renewal = loop.time() + interval
-                try:
-                    await self._renew()
-                except Exception as exc:
-                    log.warning("could not renew the context claims: %s", exc)
-
-    async def _write_task_ids(self) -> None:
-        noted = [self._held[o] for o in self._noted if o in self._held]
-        self._noted.clear()
-        if not noted:
-            return
-        try:
-            await self._rows(
-                f"UPDATE {self._table} AS c SET task_id = v.task_id FROM unnest(%s::text[], "
-                "%s::text[], %s::text[]) AS v(key, owner, task_id) "
-                "WHERE c.key = v.key AND c.owner = v.owner",
-                ([c.key for c in noted], [c.owner for c in noted], [c.task_id for c in noted]),
-            )
-        except BaseException:
-            self._noted.update(c.owner for c in noted if self._held.get(c.owner) is c)
-            raise
+                log.warning("could not renew the context claims: %s", exc)
 
     async def _renew(self) -> None:
+        """New expiries, and each claim's task as the turn knows it now (``task_id``)."""
         held = list(self._held.values())
         if not held:
             return
         renewed = {row[0] for row in await self._rows(
-            f"UPDATE {self._table} AS c SET expires_at = now() + make_interval(secs => %s) "
-            "FROM unnest(%s::text[], %s::text[]) AS v(key, owner) "
+            f"UPDATE {self._table} AS c SET expires_at = now() + make_interval(secs => %s), "
+            "task_id = v.task_id FROM unnest(%s::text[], %s::text[], %s::text[]) "
+            "AS v(key, owner, task_id) "
             "WHERE c.key = v.key AND c.owner = v.owner RETURNING c.owner",
-            (self._lease, [c.key for c in held], [c.owner for c in held]),
+            (self._lease, [c.key for c in held], [c.owner for c in held],
+             [c.task_id for c in held]),
         )}
         for claim in held:
             if claim.owner in renewed or self._held.get(claim.owner) is not claim:
@@ -269,7 +226,6 @@ class PostgresClaims:
 
     def _lose(self, claim: _HeldClaim) -> None:
         self._held.pop(claim.owner, None)
-        self._noted.discard(claim.owner)
         log.warning("the claim on the context of task %s was lost: it was not renewed within "
                     "its lease and another process took it over", claim.task_id)
         if self._on_lost is not None:

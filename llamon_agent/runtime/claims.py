@@ -14,9 +14,11 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Protocol
 
+from ..a2a.types import TERMINAL_STATES
 from ..errors import UnsupportedOperationError
+from ..stores.base import TaskStore
 
-__all__ = ["Claim", "ClaimTaken", "ContextClaims", "LocalClaims", "busy_error"]
+__all__ = ["Claim", "ClaimTaken", "ContextClaims", "LocalClaims", "busy_error", "busy_refusal"]
 
 
 @dataclass(eq=False)
@@ -42,6 +44,20 @@ def busy_error(context_id: str, task_id: str | None) -> UnsupportedOperationErro
         "This operation is not supported: task is busy",
         data={"contextId": context_id, "taskId": task_id, "reason": "task is busy"},
     )
+
+
+async def busy_refusal(
+    store: TaskStore, key: str, context_id: str, taken: ClaimTaken
+) -> UnsupportedOperationError:
+    """``busy_error`` naming the task that keeps the context ``key`` busy: its unfinished task
+    when it has one, else the task the claim names (a new task's id, taken with the claim).
+    The claim's own id is not enough: an answer without ``taskId`` takes the claim with an id
+    drawn before its turn knows it answers the waiting task, and on PostgreSQL the turn's
+    task is written to the claim row only at its renewal. Read on a refusal's path only."""
+    latest = await store.latest_in_context(key)
+    if latest is not None and latest.state not in TERMINAL_STATES:
+        return busy_error(context_id, latest.id)
+    return busy_error(context_id, taken.task_id)
 
 
 class ContextClaims(Protocol):

@@ -29,7 +29,7 @@ from ..core.principal import context_key, principal_of_space, space_of
 from ..errors import TaskNotFoundError
 from ..orchestrator.children import child_context
 from ..stores.base import TaskStore
-from .claims import Claim, ClaimTaken, ContextClaims, busy_error
+from .claims import Claim, ClaimTaken, ContextClaims, busy_refusal
 from .erasure import Erasure
 from .retention import BATCH
 
@@ -91,7 +91,7 @@ class ContextDeletion:
         try:
             return await self._claims.acquire(key)
         except ClaimTaken as taken:  # told with the client's own id, never a key
-            raise busy_error(context_id, taken.task_id) from None
+            raise await busy_refusal(self._store, key, context_id, taken) from None
 
     async def _children(self, context_id: str, space: str) -> list[str]:
         """The keys of the child conversations under ``context_id`` that hold tasks."""

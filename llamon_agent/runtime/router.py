@@ -125,19 +125,6 @@ class Router:
         self._refuse_expired(request, target, latest)
         self._check_target(request.message, context_id, target, latest)
 
-    async def busy(
-        self, space: str, context_id: str, claimed: str | None
-    ) -> UnsupportedOperationError:
-        """"Busy", naming the task that keeps the context busy. A claim is taken with the id a
-        new task would get before the turn knows whether the message answers the context's
-        waiting task instead (``TaskManager._begin_request``): until the turn names that task,
-        the claim's id is one that will never exist, so the context's unfinished task, which
-        any such turn is for, is named instead. Read on this refusal's path only."""
-        latest = await self._store.latest_in_context(context_key(space, context_id))
-        if latest is not None and latest.state not in TERMINAL_STATES:
-            return busy_error(context_id, latest.id)
-        return busy_error(context_id, claimed)
-
     async def context_agent(self, key: str) -> str | None:
         latest = await self._store.latest_in_context(key)
         return latest.agent_id if latest is not None else None

@@ -40,7 +40,7 @@ from ..tool_review import catalog
 from .cancel_relay import CancelRelay, LocalCancelRelay
 from .child_cancel import cancel_children
 from .children import ChildCall
-from .claims import ClaimTaken, ContextClaims, LocalClaims, busy_error
+from .claims import ClaimTaken, ContextClaims, LocalClaims, busy_refusal
 from .context_deletion import ContextDeletion, DeletedContext
 from .deadlines import (
     DeadlineJob,
@@ -278,7 +278,8 @@ class TaskManager:
             if located.unread:  # a wrong task id is told as such, busy or not
                 await self._router.check_named(request)
             await self._router.refuse_if_stale(request, located.context_id)
-            raise await self._router.busy(space, located.context_id, taken.task_id) from None
+            raise await busy_refusal(self._store, context_key(space, located.context_id),
+                                     located.context_id, taken) from None
         try:
             plan = await self._router.plan(request, located.context_id, new_task_id=task_id)
             if request.expiring is not None:
@@ -319,7 +320,8 @@ class TaskManager:
             claim = await self._claims.acquire(record.context_key)  # routing, or asking
         except ClaimTaken as taken:
             if not self._relay.reaches_others:
-                raise busy_error(record.context_id, taken.task_id) from None
+                raise await busy_refusal(self._store, record.context_key, record.context_id,
+                                         taken) from None
             return await cancel_elsewhere(self._relay, self._store, record, self._cancel_wait)
         served = self._served.get(record.agent_id) or next(iter(self._served.values()))
         await self._worker.report(Plan(record, served, runs=False), claim, "canceled")

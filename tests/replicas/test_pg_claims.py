@@ -91,10 +91,10 @@ async def refused(claims: PostgresClaims, key: str) -> str | None:
 async def test_fifty_acquires_across_two_pools_have_exactly_one_winner(postgres_url: str) -> None:
     """Two processes' pools (one as the package builds it, one with psycopg's defaults), two
     claim objects on each: one acquire wins, 49 are refused, and once the winner's task is
-    known every object's refusal names it."""
+    known (written at the claim's next renewal) every object's refusal names it."""
     async with (open_pool(postgres_url) as ours, open_pool(postgres_url, plain=True) as plain,
                 AsyncExitStack() as stack):
-        objects = [await stack.enter_async_context(PostgresClaims(p))
+        objects = [await stack.enter_async_context(PostgresClaims(p, lease=LEASE))
                    for p in (ours, plain, ours, plain)]
         outcomes = await asyncio.gather(
             *(objects[i % 4].acquire("s:c1") for i in range(50)), return_exceptions=True

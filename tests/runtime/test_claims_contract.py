@@ -15,6 +15,8 @@ import pytest
 
 from llamon_agent.runtime.claims import Claim, ClaimTaken, ContextClaims, LocalClaims
 
+RENEWED_LEASE = 0.6  # seconds: renewed every 0.2 s
+
 
 @dataclass
 class Replicas:
@@ -34,8 +36,9 @@ async def replicas(request: pytest.FixtureRequest) -> AsyncIterator[Replicas]:
 
     async with AsyncExitStack() as stack:
         pool = await stack.enter_async_context(open_pool(url))
-        a = await stack.enter_async_context(PostgresClaims(pool))
-        b = await stack.enter_async_context(PostgresClaims(pool))
+        # a short lease: the renewal (every lease / 3) writes a claim's task once the turn knows it
+        a = await stack.enter_async_context(PostgresClaims(pool, lease=RENEWED_LEASE))
+        b = await stack.enter_async_context(PostgresClaims(pool, lease=RENEWED_LEASE))
         yield Replicas(a, b)
 
 
@@ -46,7 +49,7 @@ async def refusal(claims: ContextClaims, key: str) -> ClaimTaken:
 
 
 async def until(check: Callable[[], Awaitable[bool]], timeout: float = 5.0) -> None:
-    """PostgreSQL writes a claim's task id in the background, promptly: poll for it."""
+    """PostgreSQL writes a claim's task id at its next renewal: poll for it."""
     async with asyncio.timeout(timeout):
         while not await check():
             await asyncio.sleep(0.01)
@@ -70,23 +73,12 @@ async def test_one_holder_per_key_and_the_refusal_names_the_task(replicas: Repli
     assert (await refusal(replicas.b, "s:c2")).task_id is None
 
 
-async def test_a_claim_taken_for_a_known_task_names_it_at_once(
-    replicas: Replicas, monkeypatch: pytest.MonkeyPatch,
-) -> None:
+async def test_a_claim_taken_for_a_known_task_names_it_at_once(replicas: Replicas) -> None:
     """An answer that names its task takes the claim with the task id: a refusal names it
-    with no wait, and the turn setting the same id writes nothing more (one statement fewer
-    per answer on PostgreSQL)."""
+    with no wait (written with the row on PostgreSQL)."""
     claim = await replicas.a.acquire("s:c3", task_id="task-3")
     assert (claim.key, claim.task_id) == ("s:c3", "task-3")
     assert (await refusal(replicas.b, "s:c3")).task_id == "task-3"  # no wait: written with it
-    noted: list[object] = []
-    note = getattr(replicas.a, "_note", None)
-    if note is not None:  # PostgreSQL: what the heartbeat is asked to write
-        monkeypatch.setattr(claim, "on_task", lambda c: noted.append(c))
-    claim.task_id = "task-3"  # TurnWorker.start, with the task it was taken for
-    assert noted == []
-    claim.task_id = "task-4"  # a different task: written, as before
-    assert noted == ([claim] if note is not None else [])
     await replicas.a.release(claim)
 
 
@@ -156,9 +148,10 @@ async def test_a_new_task_is_claimed_with_its_id_from_the_start(
 ) -> None:
     """A message that starts a task takes the context's claim with the id its task will have
     (``TaskManager`` draws it before the claim, the router's plan uses it): a refusal names the
-    task at once, and on PostgreSQL no task-id ``UPDATE`` of the claim row follows (one
-    statement fewer per new task). An answer without ``taskId`` (to the context's waiting
-    task) cannot know its task before the plan: its claim still ends up naming that task."""
+    task at once. An answer without ``taskId`` (to the context's waiting task) cannot know its
+    task before the plan: its claim names that task from then on, and on PostgreSQL no
+    statement of its own writes it (the renewal does, for a turn that lasts that long): a
+    HITL round trip answered by context sends no ``UPDATE`` of the claim row."""
     taken: list[tuple[str, str | None]] = []  # (key, task id) as each claim was taken
     claims: list[Claim] = []
     acquire = replicas.a.acquire
@@ -170,22 +163,31 @@ async def test_a_new_task_is_claimed_with_its_id_from_the_start(
         return claim
 
     monkeypatch.setattr(replicas.a, "acquire", recorded)
-    noted: list[object] = []  # PostgreSQL: the task ids the heartbeat is asked to write
-    on_postgres = getattr(replicas.a, "_note", None) is not None
-    if on_postgres:
-        monkeypatch.setattr(replicas.a, "_note", noted.append)
+    sent: list[str] = []  # PostgreSQL: the claims' statements
+    rows = getattr(replicas.a, "_rows", None)
+    if rows is not None:
+        async def counted(sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+            sent.append(sql.split()[0])
+            return await rows(sql, params)  # type: ignore[no-any-return]
+
+        monkeypatch.setattr(replicas.a, "_rows", counted)
+        monkeypatch.setattr(replicas.a, "_renew", _no_renewal)  # only the turns' statements
 
     async with doc_manager(replicas.a) as manager:
         asked = await manager.send(in_c1("이 서류를 검증해줘"))
         assert asked.status.state == "input-required"
         assert taken == [("c1", asked.id)]
-        assert noted == []
         again = await manager.send(in_c1("여권"))  # no taskId: it answers the waiting task
         assert (again.id, again.status.state) == (asked.id, "input-required")
+        assert claims[1].task_id == asked.id  # the turn names its task
+        await asyncio.sleep(0.05)  # what a write "at once" in the background would take
     assert [key for key, _ in taken] == ["c1", "c1"]
     assert taken[1][1] != asked.id  # taken before the plan knew which task it answers
-    assert claims[1].task_id == asked.id  # and then named it, as before
-    assert noted == ([claims[1]] if on_postgres else [])  # its UPDATE, as before
+    assert sent == (["INSERT", "DELETE"] * 2 if rows is not None else [])
+
+
+async def _no_renewal() -> None:
+    return None
 
 
 async def test_a_refusal_names_the_waiting_task_an_answer_s_claim_is_for(replicas: Replicas) -> None:
@@ -207,3 +209,26 @@ async def test_a_refusal_names_the_waiting_task_an_answer_s_claim_is_for(replica
                                       "reason": "task is busy"}
         done = await manager.send(in_c1("여권"))  # the context is free again
         assert (done.id, done.status.state) == (asked.id, "input-required")
+
+
+async def test_a_cancel_or_a_context_deletion_refused_names_the_waiting_task(
+    replicas: Replicas,
+) -> None:
+    """The same for the other refusals of a busy context: canceling the waiting task, and
+    deleting its context, while an answer without ``taskId`` holds the claim with its drawn id
+    (on PostgreSQL that id stays in the claim row until the renewal)."""
+    from llamon_agent.errors import UnsupportedOperationError
+
+    async with doc_manager(replicas.a) as manager:
+        asked = await manager.send(in_c1("이 서류를 검증해줘"))
+        answering = await replicas.b.acquire("c1", "a-task-id-drawn-for-the-answer")
+        try:
+            with pytest.raises(UnsupportedOperationError) as canceled:
+                await manager.cancel(asked.id)
+            with pytest.raises(UnsupportedOperationError) as deleted:
+                await manager.delete_context("c1")
+        finally:
+            await replicas.b.release(answering)
+        busy = {"contextId": "c1", "taskId": asked.id, "reason": "task is busy"}
+        assert (canceled.value.data, deleted.value.data) == (busy, busy)
+        assert (await manager.cancel(asked.id)).status.state == "canceled"  # free again

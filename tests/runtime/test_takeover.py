@@ -138,8 +138,9 @@ async def test_a_cancel_of_a_busy_context_without_replicas_is_refused_at_once() 
         await claims.acquire(record.context_key)
         with pytest.raises(UnsupportedOperationError) as refused:
             await a.cancel(task_id)
+        # the claim names no task: the refusal names the context's unfinished task
         assert refused.value.data == {
-            "contextId": record.context_id, "taskId": None, "reason": "task is busy"}
+            "contextId": record.context_id, "taskId": task_id, "reason": "task is busy"}
 
 
 async def test_a_cancel_right_after_a_non_blocking_send_ends_the_task() -> None:
