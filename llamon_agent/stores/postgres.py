@@ -4,7 +4,8 @@ in one database, through one psycopg 3 connection pool (the ``postgres`` extra).
 The task rows are the SQLite store's (``_codec.py`` encodes them, the same columns); ``created``
 is an identity column, so "the latest task of a context" is the order PostgreSQL gave the
 inserts, whichever process made them. Checkpoints are LangGraph's own ``AsyncPostgresSaver``
-(every checkpoint kept, as LangGraph writes them: no pruning as on SQLite).
+(every checkpoint kept, as LangGraph writes them: no pruning as on SQLite), serialising on the
+event loop (``pg_saver.py``).
 
 The schema is created and migrated at start by :func:`migrate`, under one advisory lock, so
 servers that start together on a new database do not race on ``CREATE TABLE``
@@ -43,6 +44,7 @@ from .base import (
     listed_task,
     listing_condition,
 )
+from .pg_saver import InlinePostgresSaver
 from .push_base import NOTIFIED_STATES
 from .push_postgres import SCHEMA as PUSH_SCHEMA
 from .push_postgres import UNSEEN_AFTER_UPSERT, UnseenConfigs
@@ -376,4 +378,4 @@ async def open_postgres(
         opened.push_async_callback(pool.close)
         # closed before the pool (the stack unwinds in reverse): it stops listening first
         reviews = await opened.enter_async_context(PostgresReviewPort(pool))
-        yield PostgresTaskStore(pool), reviews, AsyncPostgresSaver(pool), pool
+        yield PostgresTaskStore(pool), reviews, InlinePostgresSaver(pool), pool
