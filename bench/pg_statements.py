@@ -1,6 +1,6 @@
 """The SQL statements one HITL round trip sends to PostgreSQL, counted and named.
 
-    .venv/bin/python bench/pg_statements.py [--round-trips 20] [--show]
+    .venv/bin/python bench/pg_statements.py [--round-trips 20] [--show] [--by-context]
 
 Serves ``bench.agents:AGENTS`` in process on a fresh PostgreSQL database (``bench/pgdb.py``),
 does a few warm-up round trips (send -> input-required -> answer -> completed, as
@@ -76,13 +76,14 @@ def _patch(counted: Counted) -> None:
     psycopg.AsyncConnection._exec_command = exec_command  # type: ignore[method-assign]
 
 
-async def _round_trip(http: httpx.AsyncClient) -> None:
+async def _round_trip(http: httpx.AsyncClient, by_context: bool = False) -> None:
     context_id = uuid.uuid4().hex
     asked = orjson.loads((await http.post("/", content=send_body(
         "hitl", "start", context_id=context_id))).content)["result"]
     assert asked["status"]["state"] == "input-required", asked
+    task_id = None if by_context else asked["id"]
     done = orjson.loads((await http.post("/", content=send_body(
-        "hitl", "an answer", context_id=context_id, task_id=asked["id"]))).content)["result"]
+        "hitl", "an answer", context_id=context_id, task_id=task_id))).content)["result"]
     assert done["status"]["state"] == "completed", done
 
 
@@ -90,6 +91,9 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--round-trips", type=int, default=20)
     parser.add_argument("--show", action="store_true", help="every kind, not only the totals")
+    parser.add_argument("--by-context", action="store_true",
+                        help="answer with the contextId alone, as run.py's HITL load does for "
+                        "our server (default: with the taskId too, as the official client)")
     args = parser.parse_args()
     counted = Counted()
     _patch(counted)
@@ -102,10 +106,10 @@ async def main() -> None:
             transport = httpx.ASGITransport(app=manager.app)
             async with httpx.AsyncClient(transport=transport, base_url="http://bench") as http:
                 for _ in range(5):
-                    await _round_trip(http)
+                    await _round_trip(http, args.by_context)
                 counted.on = True
                 for _ in range(args.round_trips):
-                    await _round_trip(http)
+                    await _round_trip(http, args.by_context)
                 counted.on = False
     per = counted.total / args.round_trips
     print(f"statements per HITL round trip: {per:.2f} ({counted.total} in {args.round_trips})")
