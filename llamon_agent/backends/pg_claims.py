@@ -107,7 +107,7 @@ class PostgresClaims:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        if self._heartbeat is not None:  # its wait_for may swallow one cancel (Python 3.11)
+        if self._heartbeat is not None:  # stop_task: cancelled and awaited
             await stop_task(self._heartbeat)
             self._heartbeat = None
         if self._cleanups:

@@ -5,7 +5,7 @@
     locate()  the context (from taskId, contextId, or a new one) and, for an answer bound to
               its question (metadata.interruptId), the task it already answered: a retry.
               A message naming both its task and its context is not read here: ``plan``
-              reads its task under the claim, and checks what this read would have
+              reads its task under the claim and checks what this read would have checked
     plan()    under the context's claim: new input (a new task), an answer (collect.py:
               resume, ask the next question, or ask again), or a refusal
 """
