@@ -148,11 +148,14 @@ def port_open(port: int) -> bool:
 
 
 class Server:
-    """One server process, pinned to the server core; stopped by its PID."""
+    """One server process, pinned to the server core; stopped by its PID. ``root``: the tree
+    it runs in (its working directory, so ``python -m`` imports that tree's packages first;
+    bench/ab.py passes another checkout)."""
 
-    def __init__(self, spec: Spec, tag: str, db: str = "sqlite") -> None:
+    def __init__(self, spec: Spec, tag: str, db: str = "sqlite", root: Path = ROOT) -> None:
         self.spec = spec
         self.tag = tag
+        self.root = root
         self.postgres = db == "postgres"
         self.log_path = RESULTS / "logs" / f"{spec.key}-{tag}.log"
         self.db_path = RESULTS / "db" / f"{spec.key}-{tag}.sqlite3"
@@ -177,8 +180,9 @@ class Server:
             if self.spec.db:
                 argv += ["--db", self._open_database()]
             with self.log_path.open("wb") as log:
-                self.proc = subprocess.Popen(pinned(SERVER_CORE, argv), cwd=ROOT, stdout=log,
-                                             stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+                self.proc = subprocess.Popen(pinned(SERVER_CORE, argv), cwd=self.root,
+                                             stdout=log, stderr=subprocess.STDOUT,
+                                             stdin=subprocess.DEVNULL)
             if wait_for_card(self.proc, self.spec.port, self.log_path, self.spec.key, timeout):
                 return
         except BaseException:  # a server that died at start: its database is dropped too

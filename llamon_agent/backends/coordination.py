@@ -49,7 +49,8 @@ async def open_coordination(
         if storage.pool is not None:
             from .pg_claims import PostgresClaims
 
-            claims = await opened.enter_async_context(PostgresClaims(storage.pool, lease=lease))
+            claims = await opened.enter_async_context(PostgresClaims(
+                storage.pool, lease=lease, with_task_saves=True))
             takeover_every = lease / 2
         publisher: EventPublisher | None = None
         relay: CancelRelay | None = None

@@ -24,6 +24,12 @@ writes the claim's task with its new expiry: no statement of its own on every su
 refusal meanwhile names the context's unfinished task, read from the task store
 (``runtime.claims.busy_refusal``), which is the one such a turn is for.
 
+A turn's end releases its claim in the transaction that stores the end (``release_with``,
+``stores/turn_writes.py``): the task store deletes the row with the task's upsert, one commit
+for both, and ``release`` then only forgets the claim. That needs the claims' table in the task
+store's database (``with_task_saves``, as ``coordination.py`` opens them); when that save fails,
+``release`` deletes the row on its own, as it always did.
+
 A renewal that finds a held claim's row gone or owned by another (its lease ran out, say during
 a long database outage, and another process took the context) drops the claim, logs a warning
 and tells ``on_lost``: the turn running under it no longer owns its context.
@@ -44,6 +50,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from ..core.background import stop_task
 from ..runtime.claims import Claim, ClaimTaken
+from ..stores.turn_writes import ClaimRow, TurnWrites
 
 __all__ = ["LostClaim", "PostgresClaims"]
 
@@ -58,6 +65,12 @@ LostClaim = Callable[[Claim], None]
 @dataclass(eq=False)
 class _HeldClaim(Claim):
     owner: str = ""
+    #: the turn's end save offered to delete the row (``release_with``)
+    writes: TurnWrites | None = None
+
+    @property
+    def released_by_save(self) -> bool:
+        return self.writes is not None and self.writes.released
 
 
 class PostgresClaims:
@@ -71,6 +84,7 @@ class PostgresClaims:
     def __init__(
         self, pool: AsyncConnectionPool[Any], *, lease: float = 30.0,
         table: str = "llamon_claims", on_lost: LostClaim | None = None,
+        with_task_saves: bool = False,
     ) -> None:
         if not _NAME.match(table):
             raise ValueError(f"not a plain table name: {table!r}")
@@ -80,6 +94,8 @@ class PostgresClaims:
         self._lease = float(lease)
         self._table = table
         self._on_lost = on_lost
+        #: the task store writes to the same database (``release_with``)
+        self._with_task_saves = with_task_saves
         self._held: dict[str, _HeldClaim] = {}  # owner token -> claim
         self._heartbeat: asyncio.Task[None] | None = None
         self._cleanups: set[asyncio.Task[None]] = set()
@@ -152,12 +168,25 @@ class PostgresClaims:
         """Deletes the row only while this claim owns it (never a claim taken over since).
         Never raises for the database: the row of a claim not deleted expires with its lease,
         and the turn that ends must not fail for it."""
-        owner = getattr(claim, "owner", None)
-        held = self._held.get(owner) if isinstance(owner, str) else None
-        if held is None or held is not claim:
+        held = self._own(claim)
+        if held is None:
             return
         del self._held[held.owner]
-        await self._delete([held])
+        if not held.released_by_save:
+            await self._delete([held])
+
+    def release_with(self, claim: Claim, writes: TurnWrites) -> None:
+        """The end's save deletes the row in its transaction: one commit fewer per turn."""
+        held = self._own(claim)
+        if held is None or not self._with_task_saves:
+            return
+        held.writes = writes
+        writes.release = ClaimRow(self._table, held.key, held.owner)
+
+    def _own(self, claim: Claim) -> _HeldClaim | None:
+        owner = getattr(claim, "owner", None)
+        held = self._held.get(owner) if isinstance(owner, str) else None
+        return held if held is claim else None
 
     async def held(self, key: str) -> bool:
         found = await self._rows(
@@ -220,7 +249,8 @@ class PostgresClaims:
              [c.task_id for c in held]),
         )}
         for claim in held:
-            if claim.owner in renewed or self._held.get(claim.owner) is not claim:
+            if (claim.owner in renewed or self._held.get(claim.owner) is not claim
+                    or claim.released_by_save):
                 continue  # renewed, or released while the renewal ran
             self._lose(claim)
 

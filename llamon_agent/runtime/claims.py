@@ -17,6 +17,7 @@ from typing import Protocol
 from ..a2a.types import TERMINAL_STATES
 from ..errors import UnsupportedOperationError
 from ..stores.base import TaskStore
+from ..stores.turn_writes import TurnWrites
 
 __all__ = ["Claim", "ClaimTaken", "ContextClaims", "LocalClaims", "busy_error", "busy_refusal"]
 
@@ -72,6 +73,12 @@ class ContextClaims(Protocol):
         """Give the claim back (a claim already released, or replaced, is left alone)."""
         ...
 
+    def release_with(self, claim: Claim, writes: TurnWrites) -> None:
+        """Offer the turn's end save to release ``claim`` in its own transaction
+        (``stores/turn_writes.py``), when the claims live in the task store's database;
+        ``release`` still follows, and then only forgets a claim that save released."""
+        ...
+
     async def held(self, key: str) -> bool: ...
 
     async def held_among(self, keys: Collection[str]) -> set[str]:
@@ -96,6 +103,9 @@ class LocalClaims:
     async def release(self, claim: Claim) -> None:
         if self._held.get(claim.key) is claim:
             del self._held[claim.key]
+
+    def release_with(self, claim: Claim, writes: TurnWrites) -> None:
+        """Nothing to do: releasing a claim of this process costs no statement."""
 
     async def held(self, key: str) -> bool:
         return key in self._held

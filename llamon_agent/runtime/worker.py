@@ -28,6 +28,7 @@ from types import TracebackType
 from ..a2a.types import TERMINAL_STATES, Message
 from ..human_review.node import TaskRejected
 from ..stores.base import StoredTask
+from ..stores.turn_writes import TurnWrites, hold_turn_writes
 from .claims import Claim, ContextClaims
 from .ending import Ending, ending_of, failure_message, rejection_message
 from .live import LiveTurns
@@ -159,22 +160,32 @@ class TurnWorker:
         return running
 
     async def _run(self, turn: Turn) -> None:
+        # the run's checkpoint writes, the task's row and the claim's release go to the store
+        # in one commit at the turn's end (``stores/turn_writes.py``); a unit of its own, also
+        # for a child turn started from a parent's node (whose context this task copied)
+        with hold_turn_writes(turn.record.context_key,
+                              checkpoints=turn.served.agent.durability == "exit") as writes:
+            await self._run_holding(turn, writes)
+        if turn.parked and self._on_parked is not None:
+            await self._on_parked(turn.record)
+
+    async def _run_holding(self, turn: Turn, writes: TurnWrites) -> None:
         record = turn.record
         turn.started = True
         try:
             if turn.canceled:  # cancelled before it began: nothing ran
-                await self._publisher.end(turn, Ending("canceled"))
+                await self._end(turn, Ending("canceled"), writes)
                 return
             if turn.subscription is not None:  # a stream: its first event goes out first
                 await turn.subscription.first_handled(FIRST_EVENT_WAIT)
             await self._publisher.set_status(turn, "working", save=False)
             started = time.monotonic()
-            await self._publisher.end(turn, await self._ending(turn))
+            await self._end(turn, await self._ending(turn), writes)
             notify_turn_ended(self._observer, record, time.monotonic() - started)
         except asyncio.CancelledError:
             turn.cancel_seen = True
             if turn.canceled and record.state not in TERMINAL_STATES:  # while it reported
-                await self._publisher.end(turn, Ending("canceled"))
+                await self._end(turn, Ending("canceled"), writes)
                 return
             # shutdown: store the turn as running so that the next start recovers it
             log.warning("task %s stopped by shutdown; it is recovered at the next start", record.id)
@@ -184,8 +195,13 @@ class TurnWorker:
             log.exception("task %s could not be finalised", record.id)
         finally:
             await self.finish(turn)
-        if turn.parked and self._on_parked is not None:
-            await self._on_parked(record)
+
+    async def _end(self, turn: Turn, ending: Ending, writes: TurnWrites) -> None:
+        """Store and publish the turn's end; its save may release the claim as it commits
+        (``finish`` then only forgets it)."""
+        if turn.claim is not None:
+            self._claims.release_with(turn.claim, writes)
+        await self._publisher.end(turn, ending)
 
     async def _ending(self, turn: Turn) -> Ending:
         record = turn.record

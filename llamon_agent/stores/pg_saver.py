@@ -17,24 +17,91 @@ every other call to ``asyncio.to_thread`` as before, so other ``AsyncPostgresSav
 process keep their threads. This is the only use of langgraph-checkpoint-postgres's internals;
 the dependency is capped to the tested minor version in ``pyproject.toml``, and
 tests/stores/test_pg_saver.py fails when the module no longer calls through that global.
+
+Held writes (``turn_writes.py``): inside a turn that holds its writes, ``aput`` and
+``aput_writes`` on the turn's own thread run ``AsyncPostgresSaver``'s code unchanged, but the
+cursor it asks ``_cursor`` for records each statement instead of sending it; the turn's end
+save sends them in its transaction. ``_cursor`` is the saver's private method (the second and
+last use of its internals here, under the same cap): overriding it keeps LangGraph's SQL and
+parameters LangGraph's own instead of a copy of ``aput``. Reads never go through a recording
+cursor.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+from contextvars import ContextVar
 from typing import Any, TypeVar
 
 import langgraph.checkpoint.postgres.aio as _aio
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMetadata
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+
+from .turn_writes import HeldStatement, TurnWrites, held_for
 
 __all__ = ["InlinePostgresSaver"]
 
 _T = TypeVar("_T")
 
 
+#: the held unit an ``aput`` or ``aput_writes`` of this task records into
+_recording: ContextVar[TurnWrites | None] = ContextVar("llamon_recording", default=None)
+
+
+class _RecordingCursor:
+    """What ``aput`` and ``aput_writes`` do with their cursor, recorded in order. Any other
+    use of it fails loudly: a LangGraph release that reads through it must be looked at."""
+
+    def __init__(self, writes: TurnWrites) -> None:
+        self._writes = writes
+
+    async def execute(self, query: Any, params: Any = None) -> None:
+        self._writes.statements.append(HeldStatement(query, params))
+
+    async def executemany(self, query: Any, params_seq: Any) -> None:
+        self._writes.statements.append(HeldStatement(query, list(params_seq), many=True))
+
+
+def _holding(config: RunnableConfig) -> TurnWrites | None:
+    writes = held_for(config.get("configurable", {}).get("thread_id"))
+    return writes if writes is not None and writes.checkpoints else None
+
+
 class InlinePostgresSaver(AsyncPostgresSaver):
-    """``AsyncPostgresSaver`` whose serialisation runs on the event loop (module docstring)."""
+    """``AsyncPostgresSaver`` whose serialisation runs on the event loop, and whose writes a
+    turn may hold for its end save (module docstring)."""
+
+    async def aput(
+        self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        token = _recording.set(_holding(config))
+        try:
+            return await super().aput(config, checkpoint, metadata, new_versions)
+        finally:
+            _recording.reset(token)
+
+    async def aput_writes(
+        self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str,
+        task_path: str = "",
+    ) -> None:
+        token = _recording.set(_holding(config))
+        try:
+            await super().aput_writes(config, writes, task_id, task_path)
+        finally:
+            _recording.reset(token)
+
+    @asynccontextmanager
+    async def _cursor(self, *, pipeline: bool = False) -> AsyncIterator[Any]:
+        writes = _recording.get()
+        if writes is None:
+            async with super()._cursor(pipeline=pipeline) as cursor:
+                yield cursor
+            return
+        yield _RecordingCursor(writes)
 
 
 class _AsyncioAsTheSaversSeeIt:

@@ -1,0 +1,101 @@
+"""What a turn's end commits together with the task's row: the run's checkpoint writes and the
+release of the context's claim.
+
+On PostgreSQL a turn used to end in four commits, each waiting for its own WAL flush and its
+own round trip: LangGraph's checkpoint (its blobs and its row, each statement committed on its
+own), the interrupt's pending writes, the task's row, then the claim's release. A turn that
+holds its writes (``hold_turn_writes``, the worker's ``_run``) has them recorded here instead
+of sent (``pg_saver.InlinePostgresSaver``), and the turn's end save sends them with the task's
+row and the claim's deletion in one transaction and one pipeline (``postgres.py``): one commit
+per turn, and a checkpoint is never stored without the task row that says what it answered.
+
+Only writes that LangGraph itself makes at the run's exit are held (``durability="exit"``, the
+default): an agent asking for ``"sync"`` or ``"async"`` wants each step stored as it ends, so
+its checkpoints go to the database at once. Nothing here reads a held write: LangGraph reads a
+thread's checkpoint only when a run starts, and the next run on a context starts only once the
+context's claim is back, which is after the save that sends them.
+
+The unit travels in a context variable, so it reaches LangGraph's saver calls (LangGraph runs
+them in tasks that copy the context) without passing through the graph. A child turn started
+from a parent's node copies the parent's context too: ``hold_turn_writes`` is entered at the
+start of every turn's runner, and a unit answers only for its own thread (the context key).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["ClaimRow", "HeldStatement", "TurnWrites", "held_for", "hold_turn_writes"]
+
+
+@dataclass(frozen=True)
+class HeldStatement:
+    """A checkpoint statement as LangGraph's saver would have executed it."""
+
+    sql: Any  # a string or a ``psycopg.sql.Composable``, as the saver wrote it
+    params: Any
+    many: bool = False  # ``executemany`` with a sequence of parameter tuples
+
+
+@dataclass(frozen=True)
+class ClaimRow:
+    """The database row that holds a context's claim (``backends/pg_claims.py``): deleting it
+    releases the claim, so the end's save may delete it in its own transaction."""
+
+    table: str
+    key: str
+    owner: str
+
+
+@dataclass(eq=False)
+class TurnWrites:
+    """The writes one turn's end commits with its task row. ``checkpoints``: whether the
+    saver holds the run's checkpoint writes here (``durability="exit"``)."""
+
+    thread_id: str
+    checkpoints: bool = True
+    statements: list[HeldStatement] = field(default_factory=list)
+    release: ClaimRow | None = None
+    #: set once a save committed ``release``: the claim is back, nothing more to delete
+    released: bool = False
+
+    @property
+    def pending(self) -> bool:
+        return bool(self.statements) or self.release is not None
+
+    def take(self) -> tuple[list[HeldStatement], ClaimRow | None]:
+        """Everything held, for one save; ``restore`` puts it back when that save fails."""
+        statements, release = self.statements, self.release
+        self.statements, self.release = [], None
+        return statements, release
+
+    def restore(self, statements: list[HeldStatement], release: ClaimRow | None) -> None:
+        self.statements[:0] = statements
+        if self.release is None:
+            self.release = release
+
+
+_current: ContextVar[TurnWrites | None] = ContextVar("llamon_turn_writes", default=None)
+
+
+@contextmanager
+def hold_turn_writes(thread_id: str, *, checkpoints: bool = True) -> Iterator[TurnWrites]:
+    """Hold the current task's writes on ``thread_id`` for the turn's end save."""
+    writes = TurnWrites(thread_id, checkpoints)
+    token = _current.set(writes)
+    try:
+        yield writes
+    finally:
+        _current.reset(token)
+
+
+def held_for(thread_id: Any) -> TurnWrites | None:
+    """The current turn's unit when it holds writes for ``thread_id``."""
+    writes = _current.get()
+    if writes is None or writes.thread_id != thread_id:
+        return None
+    return writes

@@ -1,0 +1,247 @@
+"""A turn's end on PostgreSQL is one commit (``stores/turn_writes.py``): the run's checkpoint
+writes, the task's row and the context claim's release go in one transaction. Over HTTP a HITL
+round trip commits its writes in exactly two transactions besides the two claims' inserts;
+underneath, held writes are invisible until the end's save, a save that fails stores none of
+them (nor the release) and gives them to the next save, a renewal racing the release does not
+call the claim lost, and only the turn's own thread at ``durability="exit"`` is held."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, TypedDict
+
+import pytest
+from langgraph.graph import END, START, StateGraph
+from langgraph.types import interrupt
+
+from llamon_agent.a2a.types import Task, TaskStatus
+from llamon_agent.runtime.claims import Claim
+from llamon_agent.stores.base import StoredTask
+from llamon_agent.stores.storage import open_storage
+from llamon_agent.stores.turn_writes import hold_turn_writes
+from tests.conftest import serve
+from tests.replicas.pg import rows
+from tests.runtime.helpers import doc_agent, state_of
+
+psycopg = pytest.importorskip("psycopg", reason="the postgres extra is not installed")
+from llamon_agent.backends.pg_claims import PostgresClaims  # noqa: E402 (needs psycopg)
+
+_WRITE = re.compile(r"^\s*(INSERT|UPDATE|DELETE)\s+(?:INTO\s+|FROM\s+)?\"?(\w+)", re.I)
+
+
+@dataclass
+class Commits:
+    """What the server's connections commit: each write sent outside a transaction commits on
+    its own (autocommit); a transaction's writes commit with its ``COMMIT``."""
+
+    on: bool = False
+    alone: list[str] = field(default_factory=list)  # "INSERT llamon_claims", ...
+    transactions: list[list[str]] = field(default_factory=list)
+    _open: dict[int, list[str]] = field(default_factory=dict)  # connection id -> its writes
+
+    def statement(self, conn: Any, query: Any) -> None:
+        text = query.as_string(None) if hasattr(query, "as_string") else str(query)
+        if text.split()[0].upper() in ("BEGIN", "COMMIT", "ROLLBACK"):  # sent as a statement
+            self.command(conn, text)
+            return
+        found = _WRITE.match(text)
+        if not self.on or found is None:
+            return
+        write = f"{found.group(1).upper()} {found.group(2)}"
+        opened = self._open.get(id(conn))
+        (opened if opened is not None else self.alone).append(write)
+
+    def command(self, conn: Any, query: Any) -> None:
+        verb = (query.decode() if isinstance(query, bytes) else str(query)).split()[0].upper()
+        if verb == "BEGIN":
+            self._open[id(conn)] = []
+        elif verb in ("COMMIT", "ROLLBACK"):
+            writes = self._open.pop(id(conn), None)
+            if verb == "COMMIT" and self.on and writes:
+                self.transactions.append(writes)
+
+
+@contextmanager
+def commits_counted(monkeypatch: pytest.MonkeyPatch) -> Iterator[Commits]:
+    counted = Commits()
+    for cls in (psycopg.AsyncCursor, psycopg.AsyncServerCursor):
+        for name in ("execute", "executemany"):
+            original = getattr(cls, name)
+
+            def wrapped(self: Any, query: Any, *args: Any, __original: Any = original,
+                        **kwargs: Any) -> Any:
+                counted.statement(self.connection, query)
+                return __original(self, query, *args, **kwargs)
+
+            monkeypatch.setattr(cls, name, wrapped)
+    # ``conn.transaction()`` sends BEGIN and COMMIT through this private generator (psycopg 3)
+    command = psycopg.AsyncConnection._exec_command
+
+    def exec_command(self: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
+        counted.command(self, query)
+        return (yield from command(self, query, *args, **kwargs))
+
+    monkeypatch.setattr(psycopg.AsyncConnection, "_exec_command", exec_command)
+    yield counted
+
+
+async def test_a_hitl_round_trip_commits_each_turn_s_end_once(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Before: every checkpoint statement, the task's upsert and the claim's delete committed
+    on their own: 11 autocommitted writes per round trip, and no transaction."""
+    async with serve([doc_agent()], db=postgres_url) as client:
+        warm = await client.send("이 서류를 검증해줘", context_id="warm", agent_id="document-review")
+        assert state_of(warm) == "input-required"
+        with commits_counted(monkeypatch) as counted:
+            counted.on = True
+            asked = await client.send("이 서류를 검증해줘", context_id="c1",
+                                      agent_id="document-review")
+            assert state_of(asked) == "input-required"
+            answered = await client.send("여권", context_id="c1", task_id=asked["id"])
+            assert state_of(answered) == "input-required"  # the next question
+            counted.on = False
+    assert counted.alone == ["INSERT llamon_claims"] * 2  # each turn's claim, taken at once
+    # one per turn: its checkpoint first (the answer's has no new blob), the claim's release last
+    end = ["INSERT checkpoints", "INSERT checkpoint_writes", "INSERT llamon_tasks",
+           "DELETE llamon_claims"]
+    assert counted.transactions == [["INSERT checkpoint_blobs", *end], end]
+    assert await rows(postgres_url, "SELECT count(*) FROM llamon_claims") == [(0,)]
+
+
+class _State(TypedDict, total=False):
+    answers: list[str]
+
+
+def _ask(state: _State) -> dict[str, Any]:
+    return {"answers": [*state.get("answers", []), interrupt({"question": "which?"})]}
+
+
+def _graph(saver: Any) -> Any:
+    graph = StateGraph(_State)
+    graph.add_node("ask", _ask)
+    graph.add_edge(START, "ask")
+    graph.add_edge("ask", END)
+    return graph.compile(checkpointer=saver)
+
+
+def _record(context_id: str, *, agent_id: str = "a") -> StoredTask:
+    task = Task.model_validate({"id": uuid.uuid4().hex, "contextId": context_id,
+                                "status": TaskStatus(state="input-required").to_wire()})
+    return StoredTask(task=task, agent_id=agent_id)
+
+
+async def _checkpoints(url: str, thread: str) -> int:
+    found = await rows(url, "SELECT count(*) FROM checkpoints WHERE thread_id = %s", (thread,))
+    return int(found[0][0])
+
+
+async def _claimed(url: str, key: str) -> bool:
+    return bool(await rows(url, "SELECT 1 FROM llamon_claims WHERE key = %s", (key,)))
+
+
+async def test_held_writes_wait_for_the_save_and_a_failed_save_stores_none_of_them(
+    postgres_url: str,
+) -> None:
+    async with (
+        open_storage(postgres_url) as storage,
+        PostgresClaims(storage.pool, lease=30, with_task_saves=True) as claims,
+    ):
+        claim = await claims.acquire("c1")
+        with hold_turn_writes("c1") as held:
+            asked = await _graph(storage.checkpointer).ainvoke(
+                {"answers": []}, {"configurable": {"thread_id": "c1"}}, durability="exit")
+            assert "__interrupt__" in asked
+            assert held.statements and await _checkpoints(postgres_url, "c1") == 0
+            claims.release_with(claim, held)
+
+            broken = _record("c1", agent_id="a\x00b")  # no text column holds NUL
+            with pytest.raises(psycopg.DataError):
+                await storage.tasks.save(broken)
+            assert await _checkpoints(postgres_url, "c1") == 0  # nothing of it committed
+            assert await _claimed(postgres_url, "c1") and not held.released
+            assert held.pending  # restored: the next save sends them
+
+            saved = _record("c1")
+            await storage.tasks.save(saved)
+            assert not held.pending and held.released
+        assert await _checkpoints(postgres_url, "c1") == 1
+        assert await _claimed(postgres_url, "c1") is False  # released by the save
+        assert await storage.tasks.get(saved.id) is not None
+        await claims.release(claim)  # forgets it, deletes nothing
+        again = await claims.acquire("c1")  # and the context is free
+        await claims.release(again)
+
+
+async def test_a_release_that_failed_with_its_save_is_done_by_release(postgres_url: str) -> None:
+    async with (
+        open_storage(postgres_url) as storage,
+        PostgresClaims(storage.pool, lease=30, with_task_saves=True) as claims,
+    ):
+        claim = await claims.acquire("c1")
+        with hold_turn_writes("c1") as held:
+            claims.release_with(claim, held)
+            with pytest.raises(psycopg.DataError):
+                await storage.tasks.save(_record("c1", agent_id="\x00"))
+        assert await _claimed(postgres_url, "c1")
+        await claims.release(claim)
+        assert await _claimed(postgres_url, "c1") is False
+
+
+async def test_only_the_turn_s_own_thread_at_exit_durability_is_held(postgres_url: str) -> None:
+    """A child's run on another thread (a parent's node calling a local child), and an agent
+    asking for ``durability="sync"``, store their checkpoints at once."""
+    async with open_storage(postgres_url) as storage:
+        graph = _graph(storage.checkpointer)
+        with hold_turn_writes("parent") as held:
+            await graph.ainvoke({"answers": []}, {"configurable": {"thread_id": "child"}},
+                                durability="exit")
+            assert held.statements == [] and await _checkpoints(postgres_url, "child") == 1
+        with hold_turn_writes("sync", checkpoints=False) as held:
+            await graph.ainvoke({"answers": []}, {"configurable": {"thread_id": "sync"}},
+                                durability="sync")
+            assert held.statements == [] and await _checkpoints(postgres_url, "sync") >= 1
+
+
+async def test_claims_on_another_database_are_not_released_by_saves(postgres_url: str) -> None:
+    """Only claims told that the task store shares their database (``with_task_saves``) hand
+    their release to a save: elsewhere the store could not delete the row."""
+    async with (
+        open_storage(postgres_url) as storage,
+        PostgresClaims(storage.pool, lease=30) as claims,
+    ):
+        claim = await claims.acquire("c1")
+        with hold_turn_writes("c1") as held:
+            claims.release_with(claim, held)
+            assert held.release is None
+        await claims.release(claim)
+        assert await _claimed(postgres_url, "c1") is False
+
+
+async def test_a_renewal_racing_a_save_s_release_does_not_lose_the_claim(
+    postgres_url: str,
+) -> None:
+    lost: list[Claim] = []
+    async with open_storage(postgres_url) as storage:
+        from tests.replicas.test_pg_claims import FlakyPool
+
+        flaky = FlakyPool(storage.pool)
+        async with PostgresClaims(flaky, lease=0.3, on_lost=lost.append,
+                                  with_task_saves=True) as claims:
+            claim = await claims.acquire("c1")
+            gate = flaky.pause_next = asyncio.Event()
+            async with asyncio.timeout(5):
+                await flaky.paused.wait()  # the next renewal, about to renew the claim
+            with hold_turn_writes("c1") as held:
+                claims.release_with(claim, held)
+                await storage.tasks.save(_record("c1"))  # deletes the row the renewal wants
+            gate.set()
+            await asyncio.sleep(0.25)  # the paused renewal, then the next beat
+            assert lost == []
+            await claims.release(claim)
+            assert await _claimed(postgres_url, "c1") is False
