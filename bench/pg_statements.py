@@ -1,6 +1,7 @@
 """The SQL statements one HITL round trip sends to PostgreSQL, counted and named.
 
     .venv/bin/python bench/pg_statements.py [--round-trips 20] [--show] [--by-context]
+        [--scenario hitl|instant|stream]
 
 Serves ``bench.agents:AGENTS`` in process on a fresh PostgreSQL database (``bench/pgdb.py``),
 does a few warm-up round trips (send -> input-required -> answer -> completed, as
@@ -87,6 +88,23 @@ async def _round_trip(http: httpx.AsyncClient, by_context: bool = False) -> None
     assert done["status"]["state"] == "completed", done
 
 
+async def _instant(http: httpx.AsyncClient, by_context: bool = False) -> None:
+    """A message/send without contextId to the instant agent, as bench/wrk/send.lua."""
+    done = orjson.loads((await http.post("/", content=send_body("instant", "go"))).content)
+    assert done["result"]["status"]["state"] == "completed", done
+
+
+async def _stream(http: httpx.AsyncClient, by_context: bool = False) -> None:
+    """A message/stream without contextId to the instant agent, as the idle stream probe."""
+    body = send_body("instant", "start", method="message/stream")
+    async with http.stream("POST", "/", content=body) as response:
+        text = (await response.aread()).decode()
+    assert '"completed"' in text, text
+
+
+SCENARIOS = {"hitl": _round_trip, "instant": _instant, "stream": _stream}
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--round-trips", type=int, default=20)
@@ -94,7 +112,11 @@ async def main() -> None:
     parser.add_argument("--by-context", action="store_true",
                         help="answer with the contextId alone, as run.py's HITL load does for "
                         "our server (default: with the taskId too, as the official client)")
+    parser.add_argument("--scenario", choices=sorted(SCENARIOS), default="hitl",
+                        help="a HITL round trip (default), an instant message/send or an "
+                        "instant message/stream, both without contextId; counted per unit")
     args = parser.parse_args()
+    unit = SCENARIOS[args.scenario]
     counted = Counted()
     _patch(counted)
     from bench.agents import AGENTS
@@ -106,13 +128,14 @@ async def main() -> None:
             transport = httpx.ASGITransport(app=manager.app)
             async with httpx.AsyncClient(transport=transport, base_url="http://bench") as http:
                 for _ in range(5):
-                    await _round_trip(http, args.by_context)
+                    await unit(http, args.by_context)
                 counted.on = True
                 for _ in range(args.round_trips):
-                    await _round_trip(http, args.by_context)
+                    await unit(http, args.by_context)
                 counted.on = False
     per = counted.total / args.round_trips
-    print(f"statements per HITL round trip: {per:.2f} ({counted.total} in {args.round_trips})")
+    what = "HITL round trip" if args.scenario == "hitl" else f"{args.scenario} request"
+    print(f"statements per {what}: {per:.2f} ({counted.total} in {args.round_trips})")
     for kind, count in counted.kinds.most_common():
         if args.show or count >= args.round_trips:
             print(f"  {count / args.round_trips:5.2f}  {kind}")

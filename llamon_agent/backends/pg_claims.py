@@ -30,6 +30,11 @@ for both, and ``release`` then only forgets the claim. That needs the claims' ta
 store's database (``with_task_saves``, as ``coordination.py`` opens them); when that save fails,
 ``release`` deletes the row on its own, as it always did.
 
+A context the server has just drawn for a message that named none is claimed without a
+statement (``claim_fresh``): no client can name it before the turn's first save shows it, so
+that save inserts the row, in the transaction that stores the task; when that save is the one
+that ends the turn (a blocking ``message/send``), the row is never written at all.
+
 A renewal that finds a held claim's row gone or owned by another (its lease ran out, say during
 a long database outage, and another process took the context) drops the claim, logs a warning
 and tells ``on_lost``: the turn running under it no longer owns its context.
@@ -67,10 +72,17 @@ class _HeldClaim(Claim):
     owner: str = ""
     #: the turn's end save offered to delete the row (``release_with``)
     writes: TurnWrites | None = None
+    #: a fresh context's claim: its row is written by this unit's first save (``claim_fresh``)
+    born_in: TurnWrites | None = None
 
     @property
     def released_by_save(self) -> bool:
         return self.writes is not None and self.writes.released
+
+    @property
+    def stored(self) -> bool:
+        """Its row is in the table (or was, until a save released it)."""
+        return self.born_in is None or self.born_in.claim_stored
 
 
 class PostgresClaims:
@@ -172,8 +184,19 @@ class PostgresClaims:
         if held is None:
             return
         del self._held[held.owner]
-        if not held.released_by_save:
+        if held.stored and not held.released_by_save:
             await self._delete([held])
+
+    async def claim_fresh(self, key: str, task_id: str, writes: TurnWrites) -> Claim:
+        """No statement: the first save of the turn writes the row (module docstring)."""
+        if not self._with_task_saves:
+            return await self.acquire(key, task_id)
+        if self._heartbeat is None:
+            raise RuntimeError("the claims are not running (use them as an async context)")
+        claim = _HeldClaim(key, task_id, uuid.uuid4().hex, born_in=writes)
+        writes.claim = ClaimRow(self._table, key, claim.owner, task_id, self._lease)
+        self._held[claim.owner] = claim
+        return claim
 
     def release_with(self, claim: Claim, writes: TurnWrites) -> None:
         """The end's save deletes the row in its transaction: one commit fewer per turn."""
@@ -237,7 +260,9 @@ class PostgresClaims:
 
     async def _renew(self) -> None:
         """New expiries, and each claim's task as the turn knows it now (``task_id``)."""
-        held = list(self._held.values())
+        # a fresh context's claim whose row its first save has not written yet: nothing to
+        # renew, and no other process can know the context meanwhile
+        held = [claim for claim in self._held.values() if claim.stored]
         if not held:
             return
         renewed = {row[0] for row in await self._rows(

@@ -73,6 +73,13 @@ class ContextClaims(Protocol):
         """Give the claim back (a claim already released, or replaced, is left alone)."""
         ...
 
+    async def claim_fresh(self, key: str, task_id: str, writes: TurnWrites) -> Claim:
+        """The claim on a context the server has just drawn (``TurnWrites.fresh``): no other
+        holder can exist and no client can name it before the turn's first save. Where the
+        claims live in the task store's database, its row is written by that save, in its
+        transaction (``writes.claim``), and not at all when that save ends the turn."""
+        ...
+
     def release_with(self, claim: Claim, writes: TurnWrites) -> None:
         """Offer the turn's end save to release ``claim`` in its own transaction
         (``stores/turn_writes.py``), when the claims live in the task store's database;
@@ -103,6 +110,9 @@ class LocalClaims:
     async def release(self, claim: Claim) -> None:
         if self._held.get(claim.key) is claim:
             del self._held[claim.key]
+
+    async def claim_fresh(self, key: str, task_id: str, writes: TurnWrites) -> Claim:
+        return await self.acquire(key, task_id)  # costs no statement either way
 
     def release_with(self, claim: Claim, writes: TurnWrites) -> None:
         """Nothing to do: releasing a claim of this process costs no statement."""

@@ -54,6 +54,8 @@ class Located:
     context_id: str
     replayed: StoredTask | None = None
     unread: bool = False
+    #: the context was drawn here for a message that named none: nothing of it is stored
+    fresh: bool = False
 
 
 class Router:
@@ -82,7 +84,8 @@ class Router:
             context_id = message.context_id or str(uuid.uuid4())
         bound = bound_interrupt(message)
         if bound is None:
-            return Located(context_id)
+            return Located(context_id, fresh=message.context_id is None
+                           and message.task_id is None)
         # looked at before the claim: a retry that arrives while its answer's turn still runs
         # is answered with the task as it stands, not "busy"
         return Located(context_id, await self._replayed(request, context_id, bound))
@@ -138,13 +141,17 @@ class Router:
         return dict(snapshot.values) if isinstance(snapshot.values, dict) else {}
 
     async def plan(
-        self, request: Request, context_id: str, *, new_task_id: str | None = None
+        self, request: Request, context_id: str, *, new_task_id: str | None = None,
+        fresh: bool = False,
     ) -> Plan:
         """Called with the context claimed, so the tasks it reads cannot change meanwhile.
         ``new_task_id``: the id of the task the message starts, if it starts one (drawn by
-        the caller before it took the claim, so that the claim names it from the start)."""
+        the caller before it took the claim, so that the claim names it from the start).
+        ``fresh``: the context was drawn for this message (``Located.fresh``): no task of it
+        can be stored, so none is read."""
         message, hint = request.message, request.agent_hint
-        latest = await self._store.latest_in_context(context_key(request.space, context_id))
+        latest = None if fresh else await self._store.latest_in_context(
+            context_key(request.space, context_id))
         target = await self._target(message, latest, request.space)  # a named task first
         owner = latest.agent_id if latest is not None else None
         if hint is not None and owner is not None and hint != owner:

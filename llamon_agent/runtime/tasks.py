@@ -36,6 +36,7 @@ from ..errors import TaskNotCancelableError, TaskNotFoundError
 from ..push.service import PushNotifications
 from ..stores.base import Expiry, StoredTask, TaskCursor, TaskPage, TaskQuery
 from ..stores.storage import Storage
+from ..stores.turn_writes import TurnWrites
 from ..tool_review import catalog
 from .cancel_relay import CancelRelay, LocalCancelRelay
 from .child_cancel import cancel_children
@@ -271,9 +272,11 @@ class TaskManager:
         # an answer without taskId resumes the context's waiting task instead, whose id the
         # turn then gives the claim (``TurnWorker.start``)
         task_id = request.message.task_id or str(uuid.uuid4())
+        key = context_key(space, located.context_id)
+        writes = TurnWrites(key, fresh=located.fresh)
         try:
-            claim = await self._claims.acquire(context_key(space, located.context_id),
-                                               task_id=task_id)
+            claim = await (self._claims.claim_fresh(key, task_id, writes) if located.fresh
+                           else self._claims.acquire(key, task_id=task_id))
         except ClaimTaken as taken:  # told with the client's own context id, never the key
             if located.unread:  # a wrong task id is told as such, busy or not
                 await self._router.check_named(request)
@@ -281,7 +284,8 @@ class TaskManager:
             raise await busy_refusal(self._store, context_key(space, located.context_id),
                                      located.context_id, taken) from None
         try:
-            plan = await self._router.plan(request, located.context_id, new_task_id=task_id)
+            plan = await self._router.plan(request, located.context_id, new_task_id=task_id,
+                                           fresh=located.fresh)
             if request.expiring is not None:
                 mark_expired(plan.record, request.expiring)
             await check_task_bytes(plan.record, self._limits, self._storage.checkpointer)
@@ -291,7 +295,7 @@ class TaskManager:
                 await self.push.set(plan.record, request.push_config,
                                     "params.configuration.pushNotificationConfig")
             turn = Turn.of(plan, self._publisher.open(plan.record.id, plan.record.event_seq),
-                           claim, blocking=request.blocking)
+                           claim, blocking=request.blocking, writes=writes)
         except BaseException:
             await self._claims.release(claim)
             raise

@@ -15,6 +15,7 @@ from typing import Any
 from ..core.principal import principal_of_space, space_of
 from ..core.run_context import RunContext, with_run_context
 from ..stores.base import StoredTask
+from ..stores.turn_writes import TurnWrites
 from .claims import Claim
 from .events import EventLog, Subscription
 from .run_settings import run_settings
@@ -63,10 +64,15 @@ class Turn:
     parked: bool = False  # the turn ended waiting for a reviewer (task stays ``working``)
     settings: RunContext | None = None  # the request's part of the runs' context
     observed: str | None = None  # the last state the observer was told of
+    #: what the turn's saves commit together (``stores/turn_writes.py``); the worker makes it
+    #: when the request did not (a fresh context's request does, for its claim)
+    writes: TurnWrites | None = None
 
     @classmethod
-    def of(cls, plan: Plan, log: EventLog, claim: Claim | None, *, blocking: bool = True) -> Turn:
-        return cls(plan.record, plan.served, plan.graph_input, log, claim, blocking, plan.runs)
+    def of(cls, plan: Plan, log: EventLog, claim: Claim | None, *, blocking: bool = True,
+           writes: TurnWrites | None = None) -> Turn:
+        return cls(plan.record, plan.served, plan.graph_input, log, claim, blocking, plan.runs,
+                   writes=writes)
 
     @property
     def seen_early(self) -> bool:

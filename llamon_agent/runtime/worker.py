@@ -28,7 +28,7 @@ from types import TracebackType
 from ..a2a.types import TERMINAL_STATES, Message
 from ..human_review.node import TaskRejected
 from ..stores.base import StoredTask
-from ..stores.turn_writes import TurnWrites, hold_turn_writes
+from ..stores.turn_writes import TurnWrites, holding
 from .claims import Claim, ContextClaims
 from .ending import Ending, ending_of, failure_message, rejection_message
 from .live import LiveTurns
@@ -87,13 +87,20 @@ class TurnWorker:
         if turn.claim is not None:
             turn.claim.task_id = turn.record.id
         turn.on_stored = self._release  # a bound method: no turn <-> closure cycle
+        writes = turn.writes = turn.writes or TurnWrites(turn.record.context_key)
+        # LangGraph writes at the run's exit only with "exit": then its writes can wait for
+        # the end's save; an agent asking for "sync" or "async" wants each step stored at once
+        writes.checkpoints = turn.served.agent.durability == "exit"
         self._live.add(turn)
         try:
             # stored first when a client may see the task before the turn ends, when the turn
             # only reports, and when a person's decision resumes it (``StoredTask.resuming``:
             # a takeover must find the decision, not ask again)
-            await self._publisher.publish(turn, turn.record.task, save=(
-                turn.seen_early or not turn.runs or turn.record.resuming is not None))
+            with holding(writes):  # a fresh context's claim row goes with this first save
+                if not turn.runs and turn.claim is not None:  # this save is the turn's end
+                    self._claims.release_with(turn.claim, writes)
+                await self._publisher.publish(turn, turn.record.task, save=(
+                    turn.seen_early or not turn.runs or turn.record.resuming is not None))
         except BaseException:
             await self.finish(turn)
             raise
@@ -135,10 +142,14 @@ class TurnWorker:
         """End a task that no turn runs (one waiting for an answer) in ``state``, under the
         context's ``claim``; stored before it is published."""
         claim.task_id = plan.record.id
-        turn = Turn.of(plan, self._publisher.open(plan.record.id, plan.record.event_seq), claim)
+        writes = TurnWrites(plan.record.context_key)
+        turn = Turn.of(plan, self._publisher.open(plan.record.id, plan.record.event_seq), claim,
+                       writes=writes)
         turn.on_stored = self._release  # a bound method: no turn <-> closure cycle
         try:
-            await self._publisher.set_status(turn, state, message, final=True)
+            with holding(writes):  # the claim goes back in the transaction of the state
+                self._claims.release_with(claim, writes)
+                await self._publisher.set_status(turn, state, message, final=True)
         finally:
             await self.finish(turn)
 
@@ -163,8 +174,8 @@ class TurnWorker:
         # the run's checkpoint writes, the task's row and the claim's release go to the store
         # in one commit at the turn's end (``stores/turn_writes.py``); a unit of its own, also
         # for a child turn started from a parent's node (whose context this task copied)
-        with hold_turn_writes(turn.record.context_key,
-                              checkpoints=turn.served.agent.durability == "exit") as writes:
+        assert turn.writes is not None  # made by ``start``
+        with holding(turn.writes) as writes:
             await self._run_holding(turn, writes)
         if turn.parked and self._on_parked is not None:
             await self._on_parked(turn.record)

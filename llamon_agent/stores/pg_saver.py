@@ -37,7 +37,12 @@ from typing import Any, TypeVar
 
 import langgraph.checkpoint.postgres.aio as _aio
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMetadata
+from langgraph.checkpoint.base import (
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+)
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 
 from .turn_writes import HeldStatement, TurnWrites, held_for
@@ -73,6 +78,12 @@ def _holding(config: RunnableConfig) -> TurnWrites | None:
 class InlinePostgresSaver(AsyncPostgresSaver):
     """``AsyncPostgresSaver`` whose serialisation runs on the event loop, and whose writes a
     turn may hold for its end save (module docstring)."""
+
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        writes = held_for(config.get("configurable", {}).get("thread_id"))
+        if writes is not None and writes.reads_nothing:
+            return None  # a context drawn for this turn: nothing of it is stored
+        return await super().aget_tuple(config)
 
     async def aput(
         self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,

@@ -205,11 +205,16 @@ class PostgresTaskStore:
         costs twice the CPU and the wall time of the whole save (a micro-benchmark: 0.83 against
         0.40 ms of CPU for four upserts; bench/README.md, "Speed, round six")."""
         statements, release = held.take()
+        insert = held.claim_to_insert
+        # the first save is the end's: the claim's row would be born and gone in one
+        # transaction, so it is neither inserted nor deleted
+        born_and_gone = insert is not None and release is not None
         try:
             async with self._pool.connection() as conn:
                 try:
                     found = await self._send_held(
-                        conn, statements, release, sql, params, returns)
+                        conn, statements, None if born_and_gone else insert,
+                        None if born_and_gone else release, sql, params, returns)
                 except BaseException:
                     # the pipeline stopped at the failed statement, its transaction open
                     if conn.info.transaction_status != TransactionStatus.IDLE:
@@ -218,14 +223,16 @@ class PostgresTaskStore:
         except BaseException:
             held.restore(statements, release)  # nothing was committed: a later save sends them
             raise
+        if insert is not None:
+            held.claim_stored = True
         if release is not None:
             held.released = True
         return found
 
     @staticmethod
     async def _send_held(
-        conn: AsyncConnection[Any], statements: list[HeldStatement], release: ClaimRow | None,
-        sql: str, params: tuple[Any, ...], returns: bool,
+        conn: AsyncConnection[Any], statements: list[HeldStatement], insert: ClaimRow | None,
+        release: ClaimRow | None, sql: str, params: tuple[Any, ...], returns: bool,
     ) -> list[tuple[Any, ...]]:
         async with (
             conn.pipeline(),
@@ -239,6 +246,13 @@ class PostgresTaskStore:
                     await checkpoints.executemany(held_sql.sql, held_sql.params)
                 else:
                     await checkpoints.execute(held_sql.sql, held_sql.params)
+            if insert is not None:  # a fresh context's: no other holder can exist
+                await checkpoints.execute(
+                    SQL("INSERT INTO {} (key, owner, task_id, expires_at) VALUES "
+                        "(%s, %s, %s, now() + make_interval(secs => %s))").format(
+                        Identifier(insert.table)),
+                    (insert.key, insert.owner, insert.task_id, insert.lease),
+                )
             await task.execute(sql, params)
             if release is not None:
                 await checkpoints.execute(

@@ -15,21 +15,29 @@ its checkpoints go to the database at once. Nothing here reads a held write: Lan
 thread's checkpoint only when a run starts, and the next run on a context starts only once the
 context's claim is back, which is after the save that sends them.
 
+A context the server has just drawn for a message that named none (``fresh``) has no task and
+no checkpoint, and no client can name it before the turn's first save shows it: its turn reads
+neither (``aget_tuple`` answers ``None`` without a query), and its claim's row is written by
+that first save in the same transaction as the task's row (``claim``), so another replica's
+recovery never finds the task stored without its claim; when that first save is the end's
+(a blocking ``message/send``), the row is neither inserted nor deleted.
+
 The unit travels in a context variable, so it reaches LangGraph's saver calls (LangGraph runs
 them in tasks that copy the context) without passing through the graph. A child turn started
-from a parent's node copies the parent's context too: ``hold_turn_writes`` is entered at the
-start of every turn's runner, and a unit answers only for its own thread (the context key).
+from a parent's node copies the parent's context too: every turn enters its own unit
+(``holding``) where it saves and runs, and a unit answers only for its own thread (the context
+key).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["ClaimRow", "HeldStatement", "TurnWrites", "held_for", "hold_turn_writes"]
+__all__ = ["ClaimRow", "HeldStatement", "TurnWrites", "held_for", "hold_turn_writes", "holding"]
 
 
 @dataclass(frozen=True)
@@ -44,11 +52,14 @@ class HeldStatement:
 @dataclass(frozen=True)
 class ClaimRow:
     """The database row that holds a context's claim (``backends/pg_claims.py``): deleting it
-    releases the claim, so the end's save may delete it in its own transaction."""
+    releases the claim, so the end's save may delete it in its own transaction; a fresh
+    context's claim is inserted by the first save (``task_id``, and ``lease`` seconds ahead)."""
 
     table: str
     key: str
     owner: str
+    task_id: str | None = None
+    lease: float = 0.0
 
 
 @dataclass(eq=False)
@@ -58,14 +69,30 @@ class TurnWrites:
 
     thread_id: str
     checkpoints: bool = True
+    #: a context the server drew for this message: nothing of it is stored yet
+    fresh: bool = False
     statements: list[HeldStatement] = field(default_factory=list)
+    #: a fresh context's claim, whose row the first save inserts (then ``claim_stored``)
+    claim: ClaimRow | None = None
+    claim_stored: bool = False
     release: ClaimRow | None = None
     #: set once a save committed ``release``: the claim is back, nothing more to delete
     released: bool = False
 
     @property
+    def claim_to_insert(self) -> ClaimRow | None:
+        return self.claim if self.claim is not None and not self.claim_stored else None
+
+    @property
     def pending(self) -> bool:
-        return bool(self.statements) or self.release is not None
+        return (bool(self.statements) or self.release is not None
+                or self.claim_to_insert is not None)
+
+    @property
+    def reads_nothing(self) -> bool:
+        """Nothing of this thread is in the database while the turn runs: a fresh context
+        whose checkpoint writes are held."""
+        return self.fresh and self.checkpoints
 
     def take(self) -> tuple[list[HeldStatement], ClaimRow | None]:
         """Everything held, for one save; ``restore`` puts it back when that save fails."""
@@ -83,14 +110,20 @@ _current: ContextVar[TurnWrites | None] = ContextVar("llamon_turn_writes", defau
 
 
 @contextmanager
-def hold_turn_writes(thread_id: str, *, checkpoints: bool = True) -> Iterator[TurnWrites]:
-    """Hold the current task's writes on ``thread_id`` for the turn's end save."""
-    writes = TurnWrites(thread_id, checkpoints)
+def holding(writes: TurnWrites) -> Iterator[TurnWrites]:
+    """Hold the current task's writes on ``writes.thread_id`` in ``writes``."""
     token = _current.set(writes)
     try:
         yield writes
     finally:
         _current.reset(token)
+
+
+def hold_turn_writes(
+    thread_id: str, *, checkpoints: bool = True
+) -> AbstractContextManager[TurnWrites]:
+    """``holding`` a new unit for ``thread_id``."""
+    return holding(TurnWrites(thread_id, checkpoints))
 
 
 def held_for(thread_id: Any) -> TurnWrites | None:

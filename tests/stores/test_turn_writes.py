@@ -19,6 +19,7 @@ import pytest
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import interrupt
 
+from llamon_agent import Agent
 from llamon_agent.a2a.types import Task, TaskStatus
 from llamon_agent.runtime.claims import Claim
 from llamon_agent.stores.base import StoredTask
@@ -116,6 +117,7 @@ async def test_a_hitl_round_trip_commits_each_turn_s_end_once(
 
 class _State(TypedDict, total=False):
     answers: list[str]
+    result: Any
 
 
 def _ask(state: _State) -> dict[str, Any]:
@@ -245,3 +247,105 @@ async def test_a_renewal_racing_a_save_s_release_does_not_lose_the_claim(
             assert lost == []
             await claims.release(claim)
             assert await _claimed(postgres_url, "c1") is False
+
+
+async def test_an_instant_send_to_a_context_it_does_not_name_is_one_transaction(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The server draws the context: nothing of it can be stored, so nothing is read (no
+    task, no checkpoint), and its claim's row is born and gone in the turn's one transaction,
+    so it is never written. Before: the claim's insert, two reads, four commits more."""
+    read: list[str] = []
+    select = re.compile(r"^\s*SELECT .*?\bFROM\s+(\w+)", re.I | re.S)
+
+    async with serve([instant_agent()], db=postgres_url) as client:
+        await client.send("warm", agent_id="instant")
+        with commits_counted(monkeypatch) as counted:
+            execute = psycopg.AsyncCursor.execute  # the counted one
+
+            async def noted(self: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
+                text = query.as_string(None) if hasattr(query, "as_string") else str(query)
+                if (found := select.match(text)) is not None:
+                    read.append(found.group(1))
+                return await execute(self, query, *args, **kwargs)
+
+            monkeypatch.setattr(psycopg.AsyncCursor, "execute", noted)
+            counted.on = True
+            done = await client.send("go", agent_id="instant")
+            counted.on = False
+    assert state_of(done) == "completed"
+    assert counted.alone == [] and read == []
+    assert counted.transactions == [["INSERT checkpoint_blobs", "INSERT checkpoints",
+                                     "INSERT llamon_tasks"]]
+    assert await rows(postgres_url, "SELECT count(*) FROM llamon_claims") == [(0,)]
+
+
+async def test_a_streamed_task_of_a_drawn_context_is_stored_with_its_claim(
+    postgres_url: str,
+) -> None:
+    """The stream's first event shows the task: the save before it writes the task's row and
+    its claim's row in one transaction, so another replica finds the context claimed (its
+    recovery leaves the run alone, a message to the context is refused busy)."""
+    from llamon_agent.a2a.types import MessageSendParams
+    from llamon_agent.runtime.tasks import TaskManager
+    from tests.conftest import send_params
+
+    gate = asyncio.Event()
+    async with (
+        open_storage(postgres_url) as storage,
+        PostgresClaims(storage.pool, lease=30, with_task_saves=True) as claims,
+        PostgresClaims(storage.pool, lease=30) as other_replica,
+        TaskManager([instant_agent(gate)], storage, claims=claims) as manager,
+    ):
+        events = await manager.stream(MessageSendParams.model_validate(
+            send_params("go", agent_id="instant")))
+        _, first = await anext(events)
+        assert isinstance(first, Task) and first.status.state == "submitted"
+        stored = await storage.tasks.get(first.id)
+        assert stored is not None and stored.state == "submitted"
+        assert await other_replica.held(first.context_id) is True
+        assert await rows(postgres_url, "SELECT task_id FROM llamon_claims WHERE key = %s",
+                          (first.context_id,)) == [(first.id,)]
+        gate.set()
+        rest = [payload async for _, payload in events]
+        assert rest[-1].status.state == "completed"  # type: ignore[union-attr]
+        assert await other_replica.held(first.context_id) is False  # released with the end
+
+
+async def test_a_drawn_context_s_claim_is_renewed_only_once_stored(postgres_url: str) -> None:
+    lost: list[Claim] = []
+    async with (
+        open_storage(postgres_url) as storage,
+        PostgresClaims(storage.pool, lease=0.3, on_lost=lost.append,
+                       with_task_saves=True) as claims,
+    ):
+        with hold_turn_writes("drawn") as held:
+            held.fresh = True
+            claim = await claims.claim_fresh("drawn", "t1", held)
+            await asyncio.sleep(0.5)  # renewals meanwhile: nothing to renew, nothing lost
+            assert lost == [] and not await _claimed(postgres_url, "drawn")
+            await storage.tasks.save(_record("drawn"))  # the first save writes the row
+            assert held.claim_stored and await _claimed(postgres_url, "drawn")
+            found = await rows(postgres_url,
+                               "SELECT expires_at FROM llamon_claims WHERE key = 'drawn'")
+            await asyncio.sleep(0.3)  # a renewal moves it on
+            later = await rows(postgres_url,
+                               "SELECT expires_at FROM llamon_claims WHERE key = 'drawn'")
+            assert later[0][0] > found[0][0] and lost == []
+        await claims.release(claim)
+        assert not await _claimed(postgres_url, "drawn")
+
+
+def instant_agent(gate: asyncio.Event | None = None) -> Agent:
+    """Completes at once, or once ``gate`` is set."""
+
+    async def work(state: _State) -> dict[str, Any]:
+        if gate is not None:
+            await gate.wait()
+        return {"result": {"done": True}}
+
+    graph = StateGraph(_State)
+    graph.add_node("work", work)
+    graph.add_edge(START, "work")
+    graph.add_edge("work", END)
+    return Agent("instant", graph)
