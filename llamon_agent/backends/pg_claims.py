@@ -80,6 +80,11 @@ class _HeldClaim(Claim):
         return self.writes is not None and self.writes.released
 
     @property
+    def releasing(self) -> bool:
+        """A save that deletes the row runs now (its commit may be in before it returns)."""
+        return self.writes is not None and self.writes.releasing
+
+    @property
     def stored(self) -> bool:
         """Its row is in the table (or was, until a save released it)."""
         return self.born_in is None or self.born_in.claim_stored
@@ -275,7 +280,7 @@ class PostgresClaims:
         )}
         for claim in held:
             if (claim.owner in renewed or self._held.get(claim.owner) is not claim
-                    or claim.released_by_save):
+                    or claim.released_by_save or claim.releasing):
                 continue  # renewed, or released while the renewal ran
             self._lose(claim)
 

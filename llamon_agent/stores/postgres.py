@@ -209,6 +209,9 @@ class PostgresTaskStore:
         # the first save is the end's: the claim's row would be born and gone in one
         # transaction, so it is neither inserted nor deleted
         born_and_gone = insert is not None and release is not None
+        # a renewal of the claim that runs meanwhile may find the row deleted before this
+        # coroutine hears of the commit: it must not take the claim for lost
+        held.releasing = release is not None
         try:
             async with self._pool.connection() as conn:
                 try:
@@ -223,6 +226,8 @@ class PostgresTaskStore:
         except BaseException:
             held.restore(statements, release)  # nothing was committed: a later save sends them
             raise
+        finally:
+            held.releasing = False
         if insert is not None:
             held.claim_stored = True
         if release is not None:

@@ -76,6 +76,8 @@ class TurnWrites:
     claim: ClaimRow | None = None
     claim_stored: bool = False
     release: ClaimRow | None = None
+    #: while a save that deletes ``release`` runs: the row may be gone before it returns
+    releasing: bool = False
     #: set once a save committed ``release``: the claim is back, nothing more to delete
     released: bool = False
 

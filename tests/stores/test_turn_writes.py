@@ -10,8 +10,8 @@ from __future__ import annotations
 import asyncio
 import re
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
@@ -349,3 +349,45 @@ def instant_agent(gate: asyncio.Event | None = None) -> Agent:
     graph.add_edge(START, "work")
     graph.add_edge("work", END)
     return Agent("instant", graph)
+
+
+async def test_a_renewal_finding_the_row_gone_before_the_save_returns_keeps_the_claim(
+    postgres_url: str,
+) -> None:
+    """The save's commit deleted the row, and a renewal hears of that before the save's
+    coroutine does: the claim is being released, not lost (seen twice in a benchmark run
+    before ``TurnWrites.releasing``: 'the claim ... was lost')."""
+    from llamon_agent.stores.postgres import PostgresTaskStore
+
+    returned, gate = asyncio.Event(), asyncio.Event()
+
+    class SlowToReturn:
+        """The store's pool: a connection given back waits for ``gate``."""
+
+        def __init__(self, pool: Any) -> None:
+            self._pool = pool
+
+        @asynccontextmanager
+        async def connection(self) -> AsyncIterator[Any]:
+            async with self._pool.connection() as conn:
+                yield conn
+            returned.set()
+            await gate.wait()
+
+    lost: list[Claim] = []
+    async with open_storage(postgres_url) as storage:
+        store = PostgresTaskStore(SlowToReturn(storage.pool))  # type: ignore[arg-type]
+        async with PostgresClaims(storage.pool, lease=0.3, on_lost=lost.append,
+                                  with_task_saves=True) as claims:
+            claim = await claims.acquire("c1")
+            with hold_turn_writes("c1") as held:
+                claims.release_with(claim, held)
+                saving = asyncio.create_task(store.save(_record("c1")))
+                async with asyncio.timeout(5):
+                    await returned.wait()  # committed: the row is gone, the save not back
+                assert await _claimed(postgres_url, "c1") is False
+                await asyncio.sleep(0.3)  # renewals meanwhile find it gone
+                gate.set()
+                await saving
+            assert lost == [] and held.released
+            await claims.release(claim)
