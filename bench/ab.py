@@ -58,6 +58,7 @@ from bench.run import (  # noqa: E402
     machine,
     med,
     specs_for,
+    stream,
 )
 
 SERVER_MODULE = Path("bench/servers/llamon.py")
@@ -66,6 +67,9 @@ FIGURES = {
     "hitl": [("round_trips_per_s", "round trips/s", 1), ("answer_p50_ms", "answer p50 ms", 1),
              ("answer_p99_ms", "answer p99 ms", 1)],
     "instant": [("req_s", "req/s", 1), ("p50_ms", "p50 ms", 1), ("p99_ms", "p99 ms", 1)],
+    # one idle stream at a time: no CPU per request (run.py's probe measures latency only)
+    "stream": [("first_p50_ms", "first event p50 ms", 2), ("first_p99_ms", "first event p99 ms", 2),
+               ("final_p50_ms", "final event p50 ms", 2)],
 }
 CPU = [("server_cpu_ms", "server CPU ms", 2), ("pg_backend_cpu_ms", "PG backends CPU ms", 2),
        ("cpu_ms", "total CPU ms", 2)]
@@ -74,6 +78,8 @@ NOISE = [("other_load_pct", "other load on server core %", 0), ("errors", "error
 
 
 def columns(scenario: str, db: str) -> list[tuple[str, str, int]]:
+    if scenario == "stream":
+        return FIGURES[scenario] + [NOISE[1]]
     cpu = CPU if db == "postgres" else [CPU[0]]  # on SQLite the server's CPU is the total
     return FIGURES[scenario] + cpu + NOISE
 
@@ -120,7 +126,11 @@ def run_side(side: Side, pair: int, scenario: str, users: int, s: Settings) -> d
     server.start()
     try:
         check_running(server, side)
-        out = (hitl if scenario == "hitl" else instant)(server, s, users)
+        if scenario == "stream":
+            out = stream(server, s)
+            out["cpu_ms"] = out["server_cpu_ms"] = float("nan")  # not measured by the probe
+        else:
+            out = (hitl if scenario == "hitl" else instant)(server, s, users)
         out.update(server.facts)
     finally:
         server.stop()
@@ -132,8 +142,10 @@ def run_side(side: Side, pair: int, scenario: str, users: int, s: Settings) -> d
 def report(runs: list[dict[str, Any]], a: Side, b: Side, args: argparse.Namespace,
            facts: dict[str, str]) -> str:
     cols = columns(args.scenario, args.db)
-    load = (f"{args.users} HITL users answering by context" if args.scenario == "hitl"
-            else f"instant `message/send`, wrk with {args.users} connections")
+    load = {"hitl": f"{args.users} HITL users answering by context",
+            "instant": f"instant `message/send`, wrk with {args.users} connections",
+            "stream": f"{args.streams} idle `message/stream`s one at a time, no warm-up "
+                      "beyond the probe's own 20"}[args.scenario]
     out = [f"- A: {describe(a)}", f"- B: {describe(b)}",
            f"- {args.db}, fresh database per run; {load}; {args.warmup:g} s warm-up + "
            f"{args.duration:g} s measured; {args.pairs} pair(s), the order alternating",
@@ -183,7 +195,10 @@ def main() -> None:
     p.add_argument("--warmup", type=float, default=3.0, help="seconds of warm-up per run")
     p.add_argument("--users", type=int, default=16,
                    help="HITL users, or wrk connections for instant")
-    p.add_argument("--scenario", choices=("hitl", "instant"), default="hitl")
+    p.add_argument("--scenario", choices=("hitl", "instant", "stream"), default="hitl",
+                   help="stream: run.py's idle message/stream probe, --streams one at a time")
+    p.add_argument("--streams", type=int, default=1000,
+                   help="streams per run of the stream scenario")
     p.add_argument("--name", default=None,
                    help="bench/results/NAME.md and .json (default ab-SCENARIO-DB)")
     args = p.parse_args()
@@ -197,8 +212,9 @@ def main() -> None:
     else:
         os.sched_setaffinity(0, {LOAD_CORE})  # this process is the HITL load generator
     stop_on_sigterm()  # SIGTERM as Ctrl-C: the server stops, its database and the worktree go
-    # run.py's scenarios read only warmup, duration and db of these
-    s = Settings(reps=args.pairs, warmup=args.warmup, duration=args.duration, streams=0,
+    # run.py's scenarios read only warmup, duration, streams and db of these
+    s = Settings(reps=args.pairs, warmup=args.warmup, duration=args.duration,
+                 streams=args.streams,
                  memory_counts=(), memory_servers=(), fill_time_limit=0.0, resume_samples=0,
                  alone_seconds=0.0, servers=(OURS,), db=args.db)
     facts = {k: v for k, v in machine().items() if "SDK" not in k}
