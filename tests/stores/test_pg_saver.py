@@ -27,7 +27,8 @@ def _ask(state: _State) -> dict[str, Any]:
     return {"answers": [*state.get("answers", []), answer]}
 
 
-def _graph(saver: Any) -> Any:
+def ask_graph(saver: Any) -> Any:
+    """One node that asks, compiled on ``saver`` (tests/stores/test_turn_writes.py uses it too)."""
     graph = StateGraph(_State)
     graph.add_node("ask", _ask)
     graph.add_edge(START, "ask")
@@ -49,7 +50,7 @@ def _threads_used(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 
 async def _round_trip(saver: Any, thread_id: str) -> dict[str, Any]:
-    graph = _graph(saver)
+    graph = ask_graph(saver)
     config = {"configurable": {"thread_id": thread_id}}
     asked = await graph.ainvoke({"answers": ["first"]}, config)
     assert [i.value for i in asked["__interrupt__"]] == [{"question": "which document?"}]
@@ -74,5 +75,5 @@ async def test_the_storage_saver_serialises_inline_and_others_keep_their_threads
         # the same rows: each saver reads the other's thread as the writer left it
         for reader, writer in ((plain, storage.checkpointer), (storage.checkpointer, plain)):
             thread = "inline" if writer is storage.checkpointer else "threaded"
-            state = await _graph(reader).aget_state({"configurable": {"thread_id": thread}})
+            state = await ask_graph(reader).aget_state({"configurable": {"thread_id": thread}})
             assert state.values == {"answers": ["first", "passport"]} and not state.next

@@ -13,21 +13,20 @@ import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
-from typing import Any, TypedDict
+from typing import Any
 
 import pytest
-from langgraph.graph import END, START, StateGraph
-from langgraph.types import interrupt
 
-from llamon_agent import Agent
 from llamon_agent.a2a.types import Task, TaskStatus
 from llamon_agent.runtime.claims import Claim
 from llamon_agent.stores.base import StoredTask
 from llamon_agent.stores.storage import open_storage
 from llamon_agent.stores.turn_writes import hold_turn_writes
 from tests.conftest import serve
-from tests.replicas.pg import rows
+from tests.replicas.helpers import gated_agent
+from tests.replicas.pg import rows, until
 from tests.runtime.helpers import doc_agent, state_of
+from tests.stores.test_pg_saver import ask_graph
 
 psycopg = pytest.importorskip("psycopg", reason="the postgres extra is not installed")
 from llamon_agent.backends.pg_claims import PostgresClaims  # noqa: E402 (needs psycopg)
@@ -107,29 +106,14 @@ async def test_a_hitl_round_trip_commits_each_turn_s_end_once(
             answered = await client.send("여권", context_id="c1", task_id=asked["id"])
             assert state_of(answered) == "input-required"  # the next question
             counted.on = False
-    assert counted.alone == ["INSERT llamon_claims"] * 2  # each turn's claim, taken at once
+    # each turn's claim, taken at once (a heartbeat's renewal, every 10 s, is not the turns')
+    alone = [write for write in counted.alone if write != "UPDATE llamon_claims"]
+    assert alone == ["INSERT llamon_claims"] * 2
     # one per turn: its checkpoint first (the answer's has no new blob), the claim's release last
     end = ["INSERT checkpoints", "INSERT checkpoint_writes", "INSERT llamon_tasks",
            "DELETE llamon_claims"]
     assert counted.transactions == [["INSERT checkpoint_blobs", *end], end]
     assert await rows(postgres_url, "SELECT count(*) FROM llamon_claims") == [(0,)]
-
-
-class _State(TypedDict, total=False):
-    answers: list[str]
-    result: Any
-
-
-def _ask(state: _State) -> dict[str, Any]:
-    return {"answers": [*state.get("answers", []), interrupt({"question": "which?"})]}
-
-
-def _graph(saver: Any) -> Any:
-    graph = StateGraph(_State)
-    graph.add_node("ask", _ask)
-    graph.add_edge(START, "ask")
-    graph.add_edge("ask", END)
-    return graph.compile(checkpointer=saver)
 
 
 def _record(context_id: str, *, agent_id: str = "a") -> StoredTask:
@@ -156,7 +140,7 @@ async def test_held_writes_wait_for_the_save_and_a_failed_save_stores_none_of_th
     ):
         claim = await claims.acquire("c1")
         with hold_turn_writes("c1") as held:
-            asked = await _graph(storage.checkpointer).ainvoke(
+            asked = await ask_graph(storage.checkpointer).ainvoke(
                 {"answers": []}, {"configurable": {"thread_id": "c1"}}, durability="exit")
             assert "__interrupt__" in asked
             assert held.statements and await _checkpoints(postgres_url, "c1") == 0
@@ -199,7 +183,7 @@ async def test_only_the_turn_s_own_thread_at_exit_durability_is_held(postgres_ur
     """A child's run on another thread (a parent's node calling a local child), and an agent
     asking for ``durability="sync"``, store their checkpoints at once."""
     async with open_storage(postgres_url) as storage:
-        graph = _graph(storage.checkpointer)
+        graph = ask_graph(storage.checkpointer)
         with hold_turn_writes("parent") as held:
             await graph.ainvoke({"answers": []}, {"configurable": {"thread_id": "child"}},
                                 durability="exit")
@@ -233,7 +217,8 @@ async def test_a_renewal_racing_a_save_s_release_does_not_lose_the_claim(
         from tests.replicas.test_pg_claims import FlakyPool
 
         flaky = FlakyPool(storage.pool)
-        async with PostgresClaims(flaky, lease=0.3, on_lost=lost.append,
+        async with PostgresClaims(flaky,  # type: ignore[arg-type]
+                                  lease=0.3, on_lost=lost.append,
                                   with_task_saves=True) as claims:
             claim = await claims.acquire("c1")
             gate = flaky.pause_next = asyncio.Event()
@@ -258,8 +243,10 @@ async def test_an_instant_send_to_a_context_it_does_not_name_is_one_transaction(
     read: list[str] = []
     select = re.compile(r"^\s*SELECT .*?\bFROM\s+(\w+)", re.I | re.S)
 
-    async with serve([instant_agent()], db=postgres_url) as client:
-        await client.send("warm", agent_id="instant")
+    opened = asyncio.Event()
+    opened.set()  # the gated agent, never waiting: an instant agent
+    async with serve([gated_agent(opened, 0, 0)], db=postgres_url) as client:
+        await client.send("warm", agent_id="gated")
         with commits_counted(monkeypatch) as counted:
             execute = psycopg.AsyncCursor.execute  # the counted one
 
@@ -271,7 +258,7 @@ async def test_an_instant_send_to_a_context_it_does_not_name_is_one_transaction(
 
             monkeypatch.setattr(psycopg.AsyncCursor, "execute", noted)
             counted.on = True
-            done = await client.send("go", agent_id="instant")
+            done = await client.send("go", agent_id="gated")
             counted.on = False
     assert state_of(done) == "completed"
     assert counted.alone == [] and read == []
@@ -295,10 +282,10 @@ async def test_a_streamed_task_of_a_drawn_context_is_stored_with_its_claim(
         open_storage(postgres_url) as storage,
         PostgresClaims(storage.pool, lease=30, with_task_saves=True) as claims,
         PostgresClaims(storage.pool, lease=30) as other_replica,
-        TaskManager([instant_agent(gate)], storage, claims=claims) as manager,
+        TaskManager([gated_agent(gate, 0, 0)], storage, claims=claims) as manager,
     ):
         events = await manager.stream(MessageSendParams.model_validate(
-            send_params("go", agent_id="instant")))
+            send_params("go", agent_id="gated")))
         _, first = await anext(events)
         assert isinstance(first, Task) and first.status.state == "submitted"
         stored = await storage.tasks.get(first.id)
@@ -308,7 +295,7 @@ async def test_a_streamed_task_of_a_drawn_context_is_stored_with_its_claim(
                           (first.context_id,)) == [(first.id,)]
         gate.set()
         rest = [payload async for _, payload in events]
-        assert rest[-1].status.state == "completed"  # type: ignore[union-attr]
+        assert rest[-1].status.state == "completed"  # type: ignore[attr-defined]
         assert await other_replica.held(first.context_id) is False  # released with the end
 
 
@@ -326,29 +313,16 @@ async def test_a_drawn_context_s_claim_is_renewed_only_once_stored(postgres_url:
             assert lost == [] and not await _claimed(postgres_url, "drawn")
             await storage.tasks.save(_record("drawn"))  # the first save writes the row
             assert held.claim_stored and await _claimed(postgres_url, "drawn")
-            found = await rows(postgres_url,
-                               "SELECT expires_at FROM llamon_claims WHERE key = 'drawn'")
-            await asyncio.sleep(0.3)  # a renewal moves it on
-            later = await rows(postgres_url,
-                               "SELECT expires_at FROM llamon_claims WHERE key = 'drawn'")
-            assert later[0][0] > found[0][0] and lost == []
+            expiry = "SELECT expires_at FROM llamon_claims WHERE key = 'drawn'"
+            found = await rows(postgres_url, expiry)
+
+            async def renewed() -> bool:  # a renewal moves it on (every 0.1 s)
+                return bool((await rows(postgres_url, expiry))[0][0] > found[0][0])
+
+            await until(renewed)
+            assert lost == []
         await claims.release(claim)
         assert not await _claimed(postgres_url, "drawn")
-
-
-def instant_agent(gate: asyncio.Event | None = None) -> Agent:
-    """Completes at once, or once ``gate`` is set."""
-
-    async def work(state: _State) -> dict[str, Any]:
-        if gate is not None:
-            await gate.wait()
-        return {"result": {"done": True}}
-
-    graph = StateGraph(_State)
-    graph.add_node("work", work)
-    graph.add_edge(START, "work")
-    graph.add_edge("work", END)
-    return Agent("instant", graph)
 
 
 async def test_a_renewal_finding_the_row_gone_before_the_save_returns_keeps_the_claim(
