@@ -70,7 +70,8 @@ class _RecordingCursor:
         self._writes.statements.append(HeldStatement(query, list(params_seq), many=True))
 
 
-def _holding(config: RunnableConfig) -> TurnWrites | None:
+def _turn_writes(config: RunnableConfig) -> TurnWrites | None:
+    """The current turn's unit for the config's thread, when it holds its checkpoints."""
     writes = held_for(config.get("configurable", {}).get("thread_id"))
     return writes if writes is not None and writes.checkpoints else None
 
@@ -80,8 +81,8 @@ class InlinePostgresSaver(AsyncPostgresSaver):
     turn may hold for its end save (module docstring)."""
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        writes = held_for(config.get("configurable", {}).get("thread_id"))
-        if writes is not None and writes.reads_nothing:
+        writes = _turn_writes(config)
+        if writes is not None and writes.fresh:
             return None  # a context drawn for this turn: nothing of it is stored
         return await super().aget_tuple(config)
 
@@ -89,7 +90,7 @@ class InlinePostgresSaver(AsyncPostgresSaver):
         self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        token = _recording.set(_holding(config))
+        token = _recording.set(_turn_writes(config))
         try:
             return await super().aput(config, checkpoint, metadata, new_versions)
         finally:
@@ -99,7 +100,7 @@ class InlinePostgresSaver(AsyncPostgresSaver):
         self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str,
         task_path: str = "",
     ) -> None:
-        token = _recording.set(_holding(config))
+        token = _recording.set(_turn_writes(config))
         try:
             await super().aput_writes(config, writes, task_id, task_path)
         finally:

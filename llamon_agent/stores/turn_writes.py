@@ -4,7 +4,7 @@ release of the context's claim.
 On PostgreSQL a turn used to end in four commits, each waiting for its own WAL flush and its
 own round trip: LangGraph's checkpoint (its blobs and its row, each statement committed on its
 own), the interrupt's pending writes, the task's row, then the claim's release. A turn that
-holds its writes (``hold_turn_writes``, the worker's ``_run``) has them recorded here instead
+holds its writes (``holding``, the worker's ``start`` and ``_run``) has them recorded here instead
 of sent (``pg_saver.InlinePostgresSaver``), and the turn's end save sends them with the task's
 row and the claim's deletion in one transaction and one pipeline (``postgres.py``): one commit
 per turn, and a checkpoint is never stored without the task row that says what it answered.
@@ -32,12 +32,12 @@ key).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["ClaimRow", "HeldStatement", "TurnWrites", "held_for", "hold_turn_writes", "holding"]
+__all__ = ["ClaimRow", "HeldStatement", "TurnWrites", "held_for", "holding"]
 
 
 @dataclass(frozen=True)
@@ -90,12 +90,6 @@ class TurnWrites:
         return (bool(self.statements) or self.release is not None
                 or self.claim_to_insert is not None)
 
-    @property
-    def reads_nothing(self) -> bool:
-        """Nothing of this thread is in the database while the turn runs: a fresh context
-        whose checkpoint writes are held."""
-        return self.fresh and self.checkpoints
-
     def take(self) -> tuple[list[HeldStatement], ClaimRow | None]:
         """Everything held, for one save; ``restore`` puts it back when that save fails."""
         statements, release = self.statements, self.release
@@ -119,13 +113,6 @@ def holding(writes: TurnWrites) -> Iterator[TurnWrites]:
         yield writes
     finally:
         _current.reset(token)
-
-
-def hold_turn_writes(
-    thread_id: str, *, checkpoints: bool = True
-) -> AbstractContextManager[TurnWrites]:
-    """``holding`` a new unit for ``thread_id``."""
-    return holding(TurnWrites(thread_id, checkpoints))
 
 
 def held_for(thread_id: Any) -> TurnWrites | None:

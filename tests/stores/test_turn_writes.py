@@ -21,7 +21,7 @@ from llamon_agent.a2a.types import Task, TaskStatus
 from llamon_agent.runtime.claims import Claim
 from llamon_agent.stores.base import StoredTask
 from llamon_agent.stores.storage import open_storage
-from llamon_agent.stores.turn_writes import hold_turn_writes
+from llamon_agent.stores.turn_writes import TurnWrites, holding
 from tests.conftest import serve
 from tests.replicas.helpers import gated_agent
 from tests.replicas.pg import rows, until
@@ -140,7 +140,7 @@ async def test_held_writes_wait_for_the_save_and_a_failed_save_stores_none_of_th
         PostgresClaims(storage.pool, lease=30, with_task_saves=True) as claims,
     ):
         claim = await claims.acquire("c1")
-        with hold_turn_writes("c1") as held:
+        with holding(TurnWrites("c1")) as held:
             asked = await ask_graph(storage.checkpointer).ainvoke(
                 {"answers": []}, {"configurable": {"thread_id": "c1"}}, durability="exit")
             assert "__interrupt__" in asked
@@ -171,7 +171,7 @@ async def test_a_release_that_failed_with_its_save_is_done_by_release(postgres_u
         PostgresClaims(storage.pool, lease=30, with_task_saves=True) as claims,
     ):
         claim = await claims.acquire("c1")
-        with hold_turn_writes("c1") as held:
+        with holding(TurnWrites("c1")) as held:
             claims.release_with(claim, held)
             with pytest.raises(psycopg.DataError):
                 await storage.tasks.save(_record("c1", agent_id="\x00"))
@@ -185,11 +185,11 @@ async def test_only_the_turn_s_own_thread_at_exit_durability_is_held(postgres_ur
     asking for ``durability="sync"``, store their checkpoints at once."""
     async with open_storage(postgres_url) as storage:
         graph = ask_graph(storage.checkpointer)
-        with hold_turn_writes("parent") as held:
+        with holding(TurnWrites("parent")) as held:
             await graph.ainvoke({"answers": []}, {"configurable": {"thread_id": "child"}},
                                 durability="exit")
             assert held.statements == [] and await _checkpoints(postgres_url, "child") == 1
-        with hold_turn_writes("sync", checkpoints=False) as held:
+        with holding(TurnWrites("sync", checkpoints=False)) as held:
             await graph.ainvoke({"answers": []}, {"configurable": {"thread_id": "sync"}},
                                 durability="sync")
             assert held.statements == [] and await _checkpoints(postgres_url, "sync") >= 1
@@ -203,7 +203,7 @@ async def test_claims_on_another_database_are_not_released_by_saves(postgres_url
         PostgresClaims(storage.pool, lease=30) as claims,
     ):
         claim = await claims.acquire("c1")
-        with hold_turn_writes("c1") as held:
+        with holding(TurnWrites("c1")) as held:
             claims.release_with(claim, held)
             assert held.release is None
         await claims.release(claim)
@@ -225,7 +225,7 @@ async def test_a_renewal_racing_a_save_s_release_does_not_lose_the_claim(
             gate = flaky.pause_next = asyncio.Event()
             async with asyncio.timeout(5):
                 await flaky.paused.wait()  # the next renewal, about to renew the claim
-            with hold_turn_writes("c1") as held:
+            with holding(TurnWrites("c1")) as held:
                 claims.release_with(claim, held)
                 await storage.tasks.save(_record("c1"))  # deletes the row the renewal wants
             gate.set()
@@ -311,7 +311,7 @@ async def test_a_drawn_context_s_claim_is_renewed_only_once_stored(postgres_url:
         PostgresClaims(storage.pool, lease=0.3, on_lost=lost.append,
                        with_task_saves=True) as claims,
     ):
-        with hold_turn_writes("drawn") as held:
+        with holding(TurnWrites("drawn")) as held:
             held.fresh = True
             claim = await claims.claim_fresh("drawn", "t1", held)
             await asyncio.sleep(0.5)  # renewals meanwhile: nothing to renew, nothing lost
@@ -359,7 +359,7 @@ async def test_a_renewal_finding_the_row_gone_before_the_save_returns_keeps_the_
         async with PostgresClaims(storage.pool, lease=0.3, on_lost=lost.append,
                                   with_task_saves=True) as claims:
             claim = await claims.acquire("c1")
-            with hold_turn_writes("c1") as held:
+            with holding(TurnWrites("c1")) as held:
                 claims.release_with(claim, held)
                 saving = asyncio.create_task(store.save(_record("c1")))
                 async with asyncio.timeout(5):
