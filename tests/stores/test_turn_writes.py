@@ -29,6 +29,8 @@ from tests.runtime.helpers import doc_agent, state_of
 from tests.stores.test_pg_saver import ask_graph
 
 psycopg = pytest.importorskip("psycopg", reason="the postgres extra is not installed")
+from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver  # noqa: E402 (needs psycopg)
+
 from llamon_agent.backends.pg_claims import PostgresClaims  # noqa: E402 (needs psycopg)
 
 #: the tables a turn reads (LangGraph's checkpoint read's first FROM is jsonb_each_text)
@@ -163,6 +165,34 @@ async def test_held_writes_wait_for_the_save_and_a_failed_save_stores_none_of_th
         await claims.release(claim)  # forgets it, deletes nothing
         again = await claims.acquire("c1")  # and the context is free
         await claims.release(again)
+
+
+#: text that a statement built by hand would take for its own: placeholders, a quote, a
+#: statement's end, a backslash, non-ASCII
+AWKWARD = "%s %(x)s 50% '; DELETE FROM llamon_tasks;\nDELETE FROM checkpoints; -- \\ \u00e9\u4e2d"
+
+
+async def test_a_held_save_stores_awkward_text_and_bytes_exactly(postgres_url: str) -> None:
+    """What the held statements carry is stored as it was, in the checkpoint (jsonb and bytea,
+    read back by LangGraph's own saver) and in the task's row."""
+    async with open_storage(postgres_url) as storage:
+        graph = ask_graph(storage.checkpointer)
+        config = {"configurable": {"thread_id": "awkward"}}
+        with holding(TurnWrites("awkward")) as held:
+            await graph.ainvoke({"answers": [AWKWARD, "\x00 in a blob"]}, config,
+                                durability="exit")
+            assert held.statements and await _checkpoints(postgres_url, "awkward") == 0
+            record = _record("awkward", agent_id=AWKWARD)
+            await storage.tasks.save(record)
+            assert not held.pending
+        stored = await storage.tasks.get(record.id)
+        assert stored is not None and stored.agent_id == AWKWARD
+        assert stored.task == record.task
+        reader = AsyncPostgresSaver(storage.pool)
+        found = await reader.aget_tuple(config)
+        assert found is not None
+        assert found.checkpoint["channel_values"]["answers"] == [AWKWARD, "\x00 in a blob"]
+        assert [write[1] for write in found.pending_writes] == ["__interrupt__"]
 
 
 async def test_a_release_that_failed_with_its_save_is_done_by_release(postgres_url: str) -> None:
