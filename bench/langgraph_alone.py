@@ -16,8 +16,7 @@ aiosqlite's worker thread counts) divided by round trips. Checkpointers:
   trips, outside the process's own measurement), so PostgreSQL's work counts as it does for
   the servers;
 
-and durability ``exit`` or LangGraph's default (``async``), on the benchmark servers' event loop
-(uvloop; ``LLAMON_BENCH_LOOP=asyncio`` for asyncio's own, bench/servers/_serve.py). ``routed`` is our HITL-routed
+and durability ``exit`` or LangGraph's default (``async``). ``routed`` is our HITL-routed
 compilation of the same node (``Agent.compile``: the node returns ``HITLInterrupt`` and a
 generated ``__hitl__`` node calls ``interrupt()``), to show what the routing itself costs.
 
@@ -42,14 +41,12 @@ from typing import Any, cast
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import uvloop
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.types import Command
 
 from bench.agents import native_hitl_graph, returning_hitl_graph
-from bench.servers._serve import LOOP
 
 ANSWER = "an answer"
 
@@ -223,10 +220,7 @@ def main() -> None:
     unknown = set(chosen) - set(CHECKPOINTERS)
     if unknown or not chosen:
         p.error(f"--checkpointers: unknown {sorted(unknown)}; known: {', '.join(CHECKPOINTERS)}")
-    # the servers' loop (bench/servers/_serve.py), so that the CPU target compares like with like
-    factory = uvloop.new_event_loop if LOOP == "uvloop" else None
-    with asyncio.Runner(loop_factory=factory) as runner:
-        results = runner.run(run_all(args.seconds, chosen))
+    results = asyncio.run(run_all(args.seconds, chosen))
     if args.json:
         print(json.dumps([asdict(r) for r in results]))
         return

@@ -65,7 +65,6 @@ SDK_PACKAGES = [
     "langgraph-checkpoint-sqlite",
     "aiosqlite",
     "uvicorn",
-    "uvloop",  # every benchmark server runs on it (bench/servers/_serve.py), as ours does
 ]
 SERVER_CORE, LOAD_CORE = 0, 1
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -442,8 +441,7 @@ def langgraph_alone(seconds: float, db: str) -> tuple[dict[str, float], dict[str
 
 def ensure_sdk_venv() -> None:
     python = SDK_VENV / "bin" / "python"
-    check = [str(python), "-c",
-             "import importlib.metadata as m, uvloop; print(m.version('a2a-sdk'))"]
+    check = [str(python), "-c", "import importlib.metadata as m; print(m.version('a2a-sdk'))"]
     if python.exists():
         done = subprocess.run(check, capture_output=True, text=True, check=False)
         if done.stdout.strip() == "0.3.26":

@@ -39,7 +39,7 @@ from .server.serve import (
     serve_reloading,
     serve_workers,
 )
-from .settings import DEFAULT_TARGET, EVENT_LOOPS, OPTIONS, Option, Settings
+from .settings import DEFAULT_TARGET, OPTIONS, Option, Settings
 from .stores.url import parse_database_url
 
 __all__ = ["DEFAULT_TARGET", "build_app", "main", "settings_from_env"]
@@ -301,10 +301,6 @@ class _Switch(argparse.BooleanOptionalAction):
         self.help = help
 
 
-#: the options whose values are words from a list (their help lists them)
-_CHOICES: dict[str, tuple[str, ...]] = {"log_format": LOG_FORMATS, "event_loop": EVENT_LOOPS}
-
-
 def _add_options(command: argparse.ArgumentParser, name: str, settings: Settings) -> None:
     """The options of ``llamon-agent NAME``, from the table ``settings.OPTIONS``."""
     groups: dict[str, argparse._ArgumentGroup] = {}
@@ -331,7 +327,7 @@ def _add_options(command: argparse.ArgumentParser, name: str, settings: Settings
             where.add_argument(
                 option.flag, dest=option.field, metavar=option.metavar, default=default,
                 type=_argument(_CHECKS.get(option.field, option.read)),
-                choices=_CHOICES.get(option.field),
+                choices=LOG_FORMATS if option.field == "log_format" else None,
                 required=option.required and default is None,
                 help=described)
 
@@ -396,7 +392,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         request_timeout=args.request_timeout, keep_alive=args.keep_alive,
         max_connections=args.max_connections, log_format=args.log_format,
         access_log=not logs_requests(app),  # create_app's apps log each request themselves
-        workers=args.workers, event_loop=args.event_loop,
+        workers=args.workers,
     )
     if args.reload:  # a child process builds its own app after each change
         serve_reloading(make_app, options)

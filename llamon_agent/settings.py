@@ -71,7 +71,6 @@ class Settings:
     jwt_audience: str | None = None
     reviewer_tokens: str | None = None
     log_format: str = "text"
-    event_loop: str = "auto"
     metrics_token: str | None = None
     events: str | None = None
     lease: float = DEFAULT_LEASE
@@ -215,17 +214,6 @@ def parse_log_format(text: str) -> str:
     raw = text.strip().lower()
     if raw not in ("text", "json"):
         raise ValueError(f"must be text or json, got {raw!r}")
-    return raw
-
-
-#: ``--event-loop``: ``auto`` is uvloop where it is installed, else asyncio's own
-EVENT_LOOPS: tuple[str, ...] = ("auto", "uvloop", "asyncio")
-
-
-def parse_event_loop(text: str) -> str:
-    raw = text.strip().lower()
-    if raw not in EVENT_LOOPS:
-        raise ValueError(f"must be {', '.join(EVENT_LOOPS[:-1])} or {EVENT_LOOPS[-1]}, got {raw!r}")
     return raw
 
 
@@ -375,9 +363,6 @@ OPTIONS: tuple[Option, ...] = (
            "open connections; one more is answered 503 and closed; keep it below the "
            "open-file limit, ulimit -n", flag="--max-connections", metavar="N",
            group="connections"),
-    Option("event_loop", "LLAMON_EVENT_LOOP", parse_event_loop,
-           "auto (uvloop where it is installed, else asyncio's own), uvloop or asyncio; "
-           "docs/operations.md, Event loop", flag="--event-loop", group="connections"),
     _limit("max_body_bytes", "bytes of one request body (JSON-RPC and REST)"),
     _limit("max_depth", "nesting levels of any one client value (data parts, metadata, tool "
            "arguments)"),

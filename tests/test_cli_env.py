@@ -41,7 +41,6 @@ SAMPLES: dict[str, tuple[str, Any]] = {
     "LLAMON_REQUEST_TIMEOUT": ("7", 7.0),
     "LLAMON_KEEP_ALIVE": ("9", 9),
     "LLAMON_MAX_CONNECTIONS": ("50", 50),
-    "LLAMON_EVENT_LOOP": (" AsyncIO ", "asyncio"),
     **{f"LLAMON_{name.upper()}": ("3", 3) for name in Limits.__dataclass_fields__},
     "LLAMON_QUOTA_RATE": ("2.5", 2.5),
     "LLAMON_QUOTA_BURST": ("4", 4),

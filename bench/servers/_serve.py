@@ -3,12 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import os
 from typing import Any
-
-#: the event loop of every benchmark server: uvloop, what ``llamon-agent serve`` runs on by
-#: default (``--event-loop auto``); ``LLAMON_BENCH_LOOP=asyncio`` for asyncio's own, on all
-LOOP = os.environ.get("LLAMON_BENCH_LOOP", "uvloop")
 
 
 def parser(description: str | None) -> argparse.ArgumentParser:
@@ -18,9 +13,7 @@ def parser(description: str | None) -> argparse.ArgumentParser:
 
 
 def serve(app: Any, port: int) -> None:
-    """One uvicorn worker on 127.0.0.1, warnings only, no access log, ``LOOP`` and h11 (the
-    same for every server)."""
+    """One uvicorn worker on 127.0.0.1, warnings only, no access log (the same for every server)."""
     import uvicorn
 
-    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", access_log=False,
-                loop=LOOP, http="h11")
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", access_log=False)

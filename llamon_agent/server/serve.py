@@ -18,13 +18,6 @@ What plain ``uvicorn.run`` leaves open, and what this module adds:
   tracebacks. Here they become one warning line per ``LOG_INTERVAL`` with a count. asyncio
   itself stops accepting for a second and retries, so the server serves again once descriptors
   are free.
-* **uvloop** (``event_loop``, ``--event-loop``): ``auto`` runs the server on uvloop where it is
-  installed (a dependency everywhere but on Windows), else on asyncio's own loop. Under 16 HITL
-  users on SQLite it did 20% more round trips per second at 16% less CPU each
-  (bench/README.md, "Speed, round seven"). One difference an operator sees: out of file
-  descriptors, asyncio's loop reports each failed accept (logged below, a line per interval),
-  while libuv accepts such a connection on a descriptor it keeps for the purpose and closes it
-  at once, without a word; the start-up warning about the open-file limit holds for both.
 * A ``StorageInUseError`` at startup (another server holds the SQLite file) is one clear line,
   not a traceback.
 * **Worker processes** (``serve_workers``, ``--workers N``): the parent binds the socket, then
@@ -61,7 +54,7 @@ import resource
 import signal
 import socket
 import time
-from collections.abc import Awaitable, Callable, Coroutine, MutableMapping
+from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
 from multiprocessing.connection import wait
 from multiprocessing.process import BaseProcess
@@ -76,7 +69,6 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 from uvicorn.supervisors import ChangeReload
 
 from ..errors import StorageInUseError
-from ..settings import EVENT_LOOPS
 from .logs import configure_logging, fields
 from .metrics import shared_metrics
 
@@ -135,17 +127,12 @@ class ServeOptions:
     #: server processes sharing the listening socket (``serve_workers``); the connection cap
     #: and the request timeout hold in each
     workers: int = 1
-    #: one of ``EVENT_LOOPS``
-    event_loop: str = "auto"
 
     def __post_init__(self) -> None:
         if (not self.request_timeout > 0 or self.keep_alive < 1 or self.max_connections < 1
                 or self.workers < 1):
             raise ValueError("request_timeout, keep_alive, max_connections and workers must be "
                              "positive")
-        if self.event_loop not in EVENT_LOOPS:
-            raise ValueError(f"event_loop must be one of {', '.join(EVENT_LOOPS)}, "
-                             f"got {self.event_loop!r}")
 
 
 def serve(app: ASGIApp, options: ServeOptions) -> None:
@@ -155,38 +142,11 @@ def serve(app: ASGIApp, options: ServeOptions) -> None:
     config = _config(app, options)
     sock = _listen(config)
     _warn_about_fd_limit(options.max_connections)
-    loop_factory = _loop_factory(options.event_loop)
-    startup_log.info("workers: 1 process, event loop %s", _loop_name(loop_factory),
-                     extra=fields(event="startup"))
+    startup_log.info("workers: 1 process", extra=fields(event="startup"))
     server = uvicorn.Server(config)
-    _run(_serve(server, sock), loop_factory)
-
-
-LoopFactory = Callable[[], asyncio.AbstractEventLoop]
-
-
-def _loop_factory(choice: str) -> LoopFactory | None:
-    """uvloop's, or None for asyncio's own; checked in the parent before any worker starts."""
-    if choice == "asyncio":
-        return None
-    try:
-        import uvloop
-    except ImportError:
-        if choice == "uvloop":
-            raise SystemExit("error: --event-loop uvloop: uvloop is not installed "
-                             "(pip install uvloop; it does not run on Windows)") from None
-        return None
-    factory: LoopFactory = uvloop.new_event_loop
-    return factory
-
-
-def _loop_name(factory: LoopFactory | None) -> str:
-    return "asyncio" if factory is None else "uvloop"
-
-
-def _run(main: Coroutine[Any, Any, None], loop_factory: LoopFactory | None) -> None:
-    with asyncio.Runner(loop_factory=loop_factory) as runner:
-        runner.run(main)
+    # Plain asyncio, also when uvloop is installed: the accept-error handling below relies on
+    # asyncio's selector loop reporting failed accepts to the loop's exception handler.
+    asyncio.run(_serve(server, sock))
 
 
 def _config(app: ASGIApp, options: ServeOptions) -> uvicorn.Config:
@@ -255,9 +215,8 @@ def serve_workers(build: AppFactory, options: ServeOptions) -> None:
     sock = _listen(uvicorn.Config(build, host=options.host, port=options.port,
                                   log_level=options.log_level, log_config=None))
     _warn_about_fd_limit(options.max_connections)
-    startup_log.info("workers: %d processes share the listening socket (parent process [%d]), "
-                     "event loop %s", options.workers, os.getpid(),
-                     _loop_name(_loop_factory(options.event_loop)), extra=fields(event="startup"))
+    startup_log.info("workers: %d processes share the listening socket (parent process [%d])",
+                     options.workers, os.getpid(), extra=fields(event="startup"))
     context = multiprocessing.get_context("spawn")  # a fresh interpreter: nothing inherited
 
     def start() -> BaseProcess:
@@ -284,8 +243,7 @@ def _worker(build: AppFactory, options: ServeOptions, sock: socket.socket) -> No
     # Ctrl-C reaches every process of the terminal's group: after its graceful shutdown uvicorn
     # raises the SIGINT it caught again, which would print a traceback per worker
     with contextlib.suppress(KeyboardInterrupt):
-        _run(_serve(server, sock, multiprocessing.parent_process()),
-             _loop_factory(options.event_loop))
+        asyncio.run(_serve(server, sock, multiprocessing.parent_process()))
 
 
 def serve_reloading(build: AppFactory, options: ServeOptions) -> None:
@@ -303,9 +261,8 @@ def serve_reloading(build: AppFactory, options: ServeOptions) -> None:
                             log_config=None)
     sock = _listen(config)
     _warn_about_fd_limit(options.max_connections)
-    startup_log.info("reload: a new server process after each change of a Python file under "
-                     "%s, event loop %s", os.getcwd(),
-                     _loop_name(_loop_factory(options.event_loop)), extra=fields(event="startup"))
+    startup_log.info("reload: a new server process after each change of a Python file under %s",
+                     os.getcwd(), extra=fields(event="startup"))
     # uvicorn internal: the reloader calls target(sockets=[...]) in each child it spawns
     # (uvicorn/_subprocess.py); were that to change, the child would fail at its start
     ChangeReload(config, target=functools.partial(_reloaded, build, options),
@@ -433,8 +390,7 @@ class _EveryInterval:
 
 class _AcceptErrors:
     """The loop's exception handler: failed accepts for lack of resources become a line per
-    interval; every other report goes to asyncio's default handler unchanged. (uvloop never
-    reports them: libuv accepts and closes such a connection itself.)"""
+    interval; every other report goes to asyncio's default handler unchanged."""
 
     def __init__(self) -> None:
         self._report = _EveryInterval(
@@ -460,7 +416,7 @@ def _warn_about_fd_limit(max_connections: int) -> None:
     if soft != resource.RLIM_INFINITY and max_connections + _RESERVED_FDS > soft:
         log.warning(
             "the connection cap (%d) plus about %d files the server needs is above the "
-            "open-file limit (%d): past it new connections fail until others close; raise the "
+            "open-file limit (%d): past it accepting fails until connections close; raise the "
             "limit (ulimit -n) or lower --max-connections",
             max_connections, _RESERVED_FDS, soft,
         )
