@@ -1,8 +1,10 @@
 """Our server: ``create_app(AGENTS, db=FILE|postgresql://...)``, as ``llamon-agent serve``
-builds it (SQLite file, or PostgreSQL with ``bench/run.py --db postgres``).
+builds it (SQLite file, or PostgreSQL with ``bench/run.py --db postgres``), served as
+``llamon-agent serve`` serves it (``server/serve.py``: its bounded h11 protocol, TCP_NODELAY,
+asyncio's loop), with warnings only and no access log, as the other servers.
 
-Started through this file (not the ``llamon-agent`` command) only so that uvicorn runs with the
-same settings as the other benchmark servers (no access log).
+Started through this file (not the ``llamon-agent`` command) only for the benchmark's agents
+(bench/agents.py) and ``--trace-stalls``.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 import os
 
 from bench.agents import build_agents
-from bench.servers._serve import parser, serve
+from bench.servers._serve import parser
 
 
 def main() -> None:
@@ -21,13 +23,14 @@ def main() -> None:
                    "(bench/stalls.py)")
     args = p.parse_args()
     from llamon_agent import create_app
+    from llamon_agent.server.serve import ServeOptions, serve
 
     app = create_app(build_agents(), db=args.db)
     if args.trace_stalls or os.environ.get("LLAMON_BENCH_TRACE_STALLS") == "1":
         from bench.stalls import TracedApp
 
         app = TracedApp(app)
-    serve(app, args.port)
+    serve(app, ServeOptions(port=args.port, log_level="warning", access_log=False))
 
 
 if __name__ == "__main__":
