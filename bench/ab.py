@@ -181,12 +181,18 @@ def report(runs: list[dict[str, Any]], a: Side, b: Side, args: argparse.Namespac
     return "\n".join(out) + "\n"
 
 
-def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+def tree_options(p: argparse.ArgumentParser) -> argparse._MutuallyExclusiveGroup:
+    """``--base REV`` or ``--other PATH``, what ``sides`` takes (bench/alternate.py adds one)."""
     which = p.add_mutually_exclusive_group(required=True)
     which.add_argument("--base", help="git revision measured as A, in a temporary worktree")
     which.add_argument("--other", metavar="PATH", help="an existing tree measured as A")
+    return which
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    tree_options(p)
     p.add_argument("--db", choices=("sqlite", "postgres"), default="sqlite",
                    help="a fresh SQLite file, or a fresh PostgreSQL database at "
                    "LLAMON_BENCH_POSTGRES_URL's server (bench/pgdb.py), per run")

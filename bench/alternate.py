@@ -42,7 +42,7 @@ ROOT = BENCH.parent
 sys.path.insert(0, str(ROOT))
 
 from bench import hitl_client as hc  # noqa: E402
-from bench.ab import check_running, describe, sides  # noqa: E402
+from bench.ab import check_running, describe, sides, tree_options  # noqa: E402
 from bench.compare import WORKTREE, Side  # noqa: E402
 from bench.pgdb import stop_on_sigterm, write_results  # noqa: E402
 from bench.procs import cpu_ticks  # noqa: E402
@@ -131,10 +131,7 @@ def report(rows: list[dict[str, Any]], a: Side, b: Side, args: argparse.Namespac
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    which = p.add_mutually_exclusive_group(required=True)
-    which.add_argument("--base", help="git revision measured as A, in a temporary worktree")
-    which.add_argument("--other", metavar="PATH", help="an existing tree measured as A")
-    which.add_argument("--same", action="store_true", help="A is this tree too (--env-a/-b)")
+    tree_options(p).add_argument("--same", action="store_true", help="A is this tree too (--env-a/-b)")
     p.add_argument("--db", choices=("sqlite", "postgres"), default="sqlite")
     p.add_argument("--scenario", choices=("hitl", "instant"), default="hitl")
     p.add_argument("--rounds", type=int, default=10, help="slices per side")
