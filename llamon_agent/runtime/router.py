@@ -171,8 +171,10 @@ class Router:
             if carries_decisions(message):
                 raise NoPendingReviewError(catalog.text("no_pending_review", request.language))
             await self._check_waiting_quota(request.space)
-            return self._new_task(served, context_id, message, request.space,
+            plan = self._new_task(served, context_id, message, request.space,
                                   new_task_id or str(uuid.uuid4()))
+            plan.thread_empty = latest is None
+            return plan
         return await collect_answer(
             served, target, message, language=request.language, limits=self._limits
         )

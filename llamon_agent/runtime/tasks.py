@@ -286,6 +286,7 @@ class TaskManager:
         try:
             plan = await self._router.plan(request, located.context_id, new_task_id=task_id,
                                            fresh=located.fresh)
+            writes.thread_empty = plan.thread_empty
             if request.expiring is not None:
                 mark_expired(plan.record, request.expiring)
             await check_task_bytes(plan.record, self._limits, self._storage.checkpointer)

@@ -38,6 +38,9 @@ class Plan:
     runs: bool = True
     #: the context's claim, when the part that made the plan already holds it (a takeover)
     claim: Claim | None = None
+    #: the plan, read under the claim, found no task of the context stored: its thread has no
+    #: checkpoint to read (``TurnWrites.thread_empty``)
+    thread_empty: bool = False
 
 
 @dataclass(eq=False)

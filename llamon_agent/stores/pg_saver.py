@@ -82,8 +82,8 @@ class InlinePostgresSaver(AsyncPostgresSaver):
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         writes = _turn_writes(config)
-        if writes is not None and writes.fresh:
-            return None  # a context drawn for this turn: nothing of it is stored
+        if writes is not None and writes.thread_empty:
+            return None  # no task of the context is stored, so no checkpoint either
         return await super().aget_tuple(config)
 
     async def aput(

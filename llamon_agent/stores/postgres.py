@@ -18,7 +18,7 @@ import asyncio
 import time
 from collections.abc import AsyncIterator, Collection, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
-from functools import partial
+from functools import lru_cache, partial
 from typing import Any
 
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
@@ -145,6 +145,22 @@ CONNECTION_KWARGS: dict[str, Any] = {
 }
 
 
+@lru_cache(maxsize=16)
+def _claim_inserted_with(table: str, upsert: str) -> str:
+    """``upsert`` that also inserts a claim's row (its first four parameters: key, owner,
+    task id, lease seconds). A string, built once: psycopg prepares it as any other."""
+    return SQL("WITH claimed AS (INSERT INTO {} (key, owner, task_id, expires_at) VALUES "
+               "(%s, %s, %s, now() + make_interval(secs => %s))) ").format(
+        Identifier(table)).as_string(None) + upsert
+
+
+@lru_cache(maxsize=16)
+def _claim_deleted_with(table: str, upsert: str) -> str:
+    """``upsert`` that also deletes a claim's row (its first two parameters: key, owner)."""
+    return SQL("WITH released AS (DELETE FROM {} WHERE key = %s AND owner = %s) ").format(
+        Identifier(table)).as_string(None) + upsert
+
+
 def _decode(row: Sequence[Any]) -> StoredTask:
     return _codec.decode(*row[:6], task_id=row[6])
 
@@ -251,20 +267,15 @@ class PostgresTaskStore:
                     await checkpoints.executemany(held_sql.sql, held_sql.params)
                 else:
                     await checkpoints.execute(held_sql.sql, held_sql.params)
-            if insert is not None:  # a fresh context's: no other holder can exist
-                await checkpoints.execute(
-                    SQL("INSERT INTO {} (key, owner, task_id, expires_at) VALUES "
-                        "(%s, %s, %s, now() + make_interval(secs => %s))").format(
-                        Identifier(insert.table)),
-                    (insert.key, insert.owner, insert.task_id, insert.lease),
-                )
+            # the claim's row goes in the task's upsert, one statement: a fresh context's is
+            # inserted (no other holder can exist), the end's release deletes it
+            if insert is not None:
+                sql = _claim_inserted_with(insert.table, sql)
+                params = (insert.key, insert.owner, insert.task_id, insert.lease, *params)
+            elif release is not None:
+                sql = _claim_deleted_with(release.table, sql)
+                params = (release.key, release.owner, *params)
             await task.execute(sql, params)
-            if release is not None:
-                await checkpoints.execute(
-                    SQL("DELETE FROM {} WHERE key = %s AND owner = %s").format(
-                        Identifier(release.table)),
-                    (release.key, release.owner),
-                )
             await checkpoints.execute("COMMIT")
             # in a pipeline a cursor's description is known only once its result is in
             return await task.fetchall() if returns else []

@@ -15,9 +15,11 @@ its checkpoints go to the database at once. Nothing here reads a held write: Lan
 thread's checkpoint only when a run starts, and the next run on a context starts only once the
 context's claim is back, which is after the save that sends them.
 
-A context the server has just drawn for a message that named none (``fresh``) has no task and
-no checkpoint, and no client can name it before the turn's first save shows it: its turn reads
-neither (``aget_tuple`` answers ``None`` without a query), and its claim's row is written by
+A context with no stored task has no checkpoint either, since a held checkpoint is stored only
+with its task's row: the turn of a new task in such a context (``thread_empty``) does not read
+one (``aget_tuple`` answers ``None`` without a query). A context the server has just drawn for a
+message that named none (``fresh``) is such a context, and no client can name it before the
+turn's first save shows it: its turn reads no task either, and its claim's row is written by
 that first save in the same transaction as the task's row (``claim``), so another replica's
 recovery never finds the task stored without its claim; when that first save is the end's
 (a blocking ``message/send``), the row is neither inserted nor deleted.
@@ -71,6 +73,10 @@ class TurnWrites:
     checkpoints: bool = True
     #: a context the server drew for this message: nothing of it is stored yet
     fresh: bool = False
+    #: no task of the context is stored (it was drawn for this message, or the plan, read
+    #: under the claim, found none), so its thread has no checkpoint: a checkpoint is stored
+    #: only in the transaction of its task's row, so the run reads none
+    thread_empty: bool = False
     statements: list[HeldStatement] = field(default_factory=list)
     #: a fresh context's claim, whose row the first save inserts (then ``claim_stored``)
     claim: ClaimRow | None = None

@@ -36,7 +36,10 @@ from llamon_agent.backends.pg_claims import PostgresClaims  # noqa: E402 (needs 
 #: the tables a turn reads (LangGraph's checkpoint read's first FROM is jsonb_each_text)
 TURN_READS = {"llamon_tasks", "llamon_claims", "checkpoints", "checkpoint_blobs",
               "checkpoint_writes", "jsonb_each_text"}
-_WRITE = re.compile(r"^\s*(INSERT|UPDATE|DELETE)\s+(?:INTO\s+|FROM\s+)?\"?(\w+)", re.I)
+#: a statement's writes, in order: its own, or those of its data-modifying CTEs and then its
+#: own (``WITH released AS (DELETE FROM ...) INSERT INTO ...``); "DO UPDATE" is an upsert's
+_WRITE = re.compile(r"(?:^|\bAS\s*\(|\)\s*)\s*(INSERT|UPDATE|DELETE)\s+(?:INTO\s+|FROM\s+)?\"?(\w+)",
+                    re.I)
 
 
 @dataclass
@@ -54,12 +57,11 @@ class Commits:
         if text.split()[0].upper() in ("BEGIN", "COMMIT", "ROLLBACK"):  # sent as a statement
             self.command(conn, text)
             return
-        found = _WRITE.match(text)
-        if not self.on or found is None:
+        writes = [f"{verb.upper()} {table}" for verb, table in _WRITE.findall(text)]
+        if not self.on or not writes:
             return
-        write = f"{found.group(1).upper()} {found.group(2)}"
         opened = self._open.get(id(conn))
-        (opened if opened is not None else self.alone).append(write)
+        (opened if opened is not None else self.alone).extend(writes)
 
     def command(self, conn: Any, query: Any) -> None:
         verb = (query.decode() if isinstance(query, bytes) else str(query)).split()[0].upper()
@@ -112,11 +114,70 @@ async def test_a_hitl_round_trip_commits_each_turn_s_end_once(
             assert state_of(answered) == "input-required"  # the next question
             counted.on = False
     assert counted.alone == ["INSERT llamon_claims"] * 2  # each turn's claim, taken at once
-    # one per turn: its checkpoint first (the answer's has no new blob), the claim's release last
-    end = ["INSERT checkpoints", "INSERT checkpoint_writes", "INSERT llamon_tasks",
-           "DELETE llamon_claims"]
+    # one per turn: its checkpoint first (the answer's has no new blob), then the task's upsert,
+    # which deletes the claim's row in the same statement
+    end = ["INSERT checkpoints", "INSERT checkpoint_writes", "DELETE llamon_claims",
+           "INSERT llamon_tasks"]
     assert counted.transactions == [["INSERT checkpoint_blobs", *end], end]
     assert await rows(postgres_url, "SELECT count(*) FROM llamon_claims") == [(0,)]
+
+
+@contextmanager
+def statements_sent(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """The first words of every statement the server's cursors send (an ``executemany`` is
+    one), while ``on`` is set: ``["INSERT llamon_claims", "SELECT llamon_tasks", ...]``."""
+    sent: list[str] = []
+    word = re.compile(r"^\s*(\w+)(?:.*?\b(?:INTO|FROM)\s+\"?(\w+))?", re.I | re.S)
+    for name in ("execute", "executemany"):
+        original = getattr(psycopg.AsyncCursor, name)
+
+        def noted(self: Any, query: Any, *args: Any, __original: Any = original,
+                  **kwargs: Any) -> Any:
+            text = query.as_string(None) if hasattr(query, "as_string") else str(query)
+            found = word.match(text)
+            if found is not None:
+                verb, table = found.groups()
+                sent.append(f"{verb.upper()} {table}" if table else verb.upper())
+            return __original(self, query, *args, **kwargs)
+
+        monkeypatch.setattr(psycopg.AsyncCursor, name, noted)
+    yield sent
+
+
+async def test_a_new_task_in_a_context_without_tasks_reads_no_checkpoint(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Under its claim the plan found no task of the context stored, so its thread has no
+    checkpoint (one is stored only with its task's row): LangGraph's read is not sent. Before:
+    ``SELECT jsonb_each_text`` (the checkpoint read) in the ask too. And the claim's row goes
+    with the end's upsert in one statement (before: a ``DELETE`` of its own): 8 statements per
+    request, 16 per HITL round trip, where there were 19."""
+    async with serve([doc_agent()], db=postgres_url, lease=3600, sweep_every=3600) as client:
+        warm = await client.send("이 서류를 검증해줘", context_id="warm", agent_id="document-review")
+        assert state_of(warm) == "input-required"
+        with statements_sent(monkeypatch) as sent:
+            asked = await client.send("이 서류를 검증해줘", context_id="c1",
+                                      agent_id="document-review")
+            ask = list(sent)
+            sent.clear()
+            answered = await client.send("여권", context_id="c1")
+            answer = list(sent)
+            sent.clear()
+            done = await client.send("1990-01-01", context_id="c1")
+            sent.clear()
+            # a new task in a context whose tasks ended: the conversation's checkpoint is read
+            again = await client.send("이 서류를 검증해줘", context_id="c1")
+            new_in_ended = list(sent)
+    assert [state_of(t) for t in (asked, answered, done, again)] == [
+        "input-required", "input-required", "completed", "input-required"]
+    assert ask == ["INSERT llamon_claims", "SELECT llamon_tasks", "BEGIN",
+                   "INSERT checkpoint_blobs", "INSERT checkpoints", "INSERT checkpoint_writes",
+                   "WITH llamon_claims", "COMMIT"]
+    assert answer == ["INSERT llamon_claims", "SELECT llamon_tasks", "SELECT jsonb_each_text",
+                      "BEGIN", "INSERT checkpoints", "INSERT checkpoint_writes",
+                      "WITH llamon_claims", "COMMIT"]
+    assert "SELECT jsonb_each_text" in new_in_ended
+    assert again["id"] != asked["id"]
 
 
 def _record(context_id: str, *, agent_id: str = "a") -> StoredTask:
