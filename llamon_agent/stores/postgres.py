@@ -23,7 +23,6 @@ from typing import Any
 
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from psycopg import AsyncConnection
-from psycopg.pq import TransactionStatus
 from psycopg.rows import dict_row, tuple_row
 from psycopg.sql import SQL, Identifier
 from psycopg_pool import AsyncConnectionPool
@@ -216,10 +215,7 @@ class PostgresTaskStore:
     async def _save_with_held(
         self, held: TurnWrites, sql: str, params: tuple[Any, ...], *, returns: bool
     ) -> list[tuple[Any, ...]]:
-        """One pipeline, one transaction. Its ``BEGIN`` and ``COMMIT`` are statements of the
-        pipeline rather than ``conn.transaction()``, which syncs the pipeline at each end and
-        costs twice the CPU and the wall time of the whole save (a micro-benchmark: 0.83 against
-        0.40 ms of CPU for four upserts; bench/README.md, "Speed, round six")."""
+        """One pipeline, one transaction (``_send_held``)."""
         statements, release = held.take()
         insert = held.claim_to_insert
         # the first save is the end's: the claim's row would be born and gone in one
@@ -230,15 +226,9 @@ class PostgresTaskStore:
         held.releasing = release is not None
         try:
             async with self._pool.connection() as conn:
-                try:
-                    found = await self._send_held(
-                        conn, statements, None if born_and_gone else insert,
-                        None if born_and_gone else release, sql, params, returns)
-                except BaseException:
-                    # the pipeline stopped at the failed statement, its transaction open
-                    if conn.info.transaction_status != TransactionStatus.IDLE:
-                        await conn.rollback()
-                    raise
+                found = await self._send_held(
+                    conn, statements, None if born_and_gone else insert,
+                    None if born_and_gone else release, sql, params, returns)
         except BaseException:
             held.restore(statements, release)  # nothing was committed: a later save sends them
             raise
@@ -255,30 +245,43 @@ class PostgresTaskStore:
         conn: AsyncConnection[Any], statements: list[HeldStatement], insert: ClaimRow | None,
         release: ClaimRow | None, sql: str, params: tuple[Any, ...], returns: bool,
     ) -> list[tuple[Any, ...]]:
-        async with (
-            conn.pipeline(),
-            # binary, as AsyncPostgresSaver's own cursor sends them
-            conn.cursor(binary=True) as checkpoints,
-            conn.cursor(row_factory=tuple_row) as task,
-        ):
-            await checkpoints.execute("BEGIN")
-            for held_sql in statements:
-                if held_sql.many:
-                    await checkpoints.executemany(held_sql.sql, held_sql.params)
-                else:
-                    await checkpoints.execute(held_sql.sql, held_sql.params)
-            # the claim's row goes in the task's upsert, one statement: a fresh context's is
-            # inserted (no other holder can exist), the end's release deletes it
-            if insert is not None:
-                sql = _claim_inserted_with(insert.table, sql)
-                params = (insert.key, insert.owner, insert.task_id, insert.lease, *params)
-            elif release is not None:
-                sql = _claim_deleted_with(release.table, sql)
-                params = (release.key, release.owner, *params)
-            await task.execute(sql, params)
-            await checkpoints.execute("COMMIT")
-            # in a pipeline a cursor's description is known only once its result is in
-            return await task.fetchall() if returns else []
+        """The held statements and the task's upsert as one implicit transaction: PostgreSQL
+        runs what a pipeline sends before its Sync in one transaction (psycopg sends the Sync
+        only when the pipeline ends), which commits at the Sync, or rolls back whole when one
+        of its statements fails. No ``BEGIN`` and ``COMMIT`` statements: they were two of the
+        five statements of an instant task's end (bench/README.md, "Speed, round eight"); nor
+        ``conn.transaction()``, which syncs the pipeline at both ends (round six: twice the
+        CPU of the whole save).
+
+        What fails on this side before the Sync (a value psycopg cannot send, such as NUL in
+        text, or the task being cancelled midway) must not let the pipeline's end send it,
+        which would commit the statements before the failure: the connection is closed
+        instead, and PostgreSQL rolls back a transaction whose connection is gone. The pool
+        replaces the connection."""
+        # binary, as AsyncPostgresSaver's own cursor sends them
+        checkpoints = conn.cursor(binary=True)
+        task = conn.cursor(row_factory=tuple_row)
+        async with conn.pipeline():
+            try:
+                for held_sql in statements:
+                    if held_sql.many:
+                        await checkpoints.executemany(held_sql.sql, held_sql.params)
+                    else:
+                        await checkpoints.execute(held_sql.sql, held_sql.params)
+                # the claim's row goes in the task's upsert, one statement: a fresh context's
+                # is inserted (no other holder can exist), the end's release deletes it
+                if insert is not None:
+                    sql = _claim_inserted_with(insert.table, sql)
+                    params = (insert.key, insert.owner, insert.task_id, insert.lease, *params)
+                elif release is not None:
+                    sql = _claim_deleted_with(release.table, sql)
+                    params = (release.key, release.owner, *params)
+                await task.execute(sql, params)
+            except BaseException:
+                await conn.close()  # never the Sync: nothing of it commits
+                raise
+        # the pipeline's end synced: committed, and the upsert's result is in
+        return await task.fetchall() if returns else []
 
     async def latest_in_context(self, context_key: str) -> StoredTask | None:
         if "\x00" in context_key:  # as in ``get``

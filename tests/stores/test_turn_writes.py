@@ -57,7 +57,9 @@ class Commits:
         if text.split()[0].upper() in ("BEGIN", "COMMIT", "ROLLBACK"):  # sent as a statement
             self.command(conn, text)
             return
-        writes = [f"{verb.upper()} {table}" for verb, table in _WRITE.findall(text)]
+        # a turn's tables only: the sweeps write others (push deliveries) in the background
+        writes = [f"{verb.upper()} {table}" for verb, table in _WRITE.findall(text)
+                  if table in TURN_READS]
         if not self.on or not writes:
             return
         opened = self._open.get(id(conn))
@@ -86,6 +88,29 @@ def commits_counted(monkeypatch: pytest.MonkeyPatch) -> Iterator[Commits]:
                 return __original(self, query, *args, **kwargs)
 
             monkeypatch.setattr(cls, name, wrapped)
+    # outside a transaction of its own, what a pipeline sends before its Sync (at its end) is
+    # one transaction: it commits when the pipeline ends without an error
+    enter, leave = psycopg.AsyncPipeline.__aenter__, psycopg.AsyncPipeline.__aexit__
+
+    async def pipeline_entered(self: Any) -> Any:
+        if self.level == 0 and id(self._conn) not in counted._open:
+            counted.command(self._conn, "BEGIN")
+            self.counted_as_transaction = True
+        return await enter(self)
+
+    async def pipeline_left(self: Any, kind: Any, exc: Any, tb: Any) -> None:
+        try:
+            await leave(self, kind, exc, tb)
+        except BaseException:
+            exc = exc or True
+            raise
+        finally:
+            if self.level == 0 and getattr(self, "counted_as_transaction", False):
+                self.counted_as_transaction = False
+                counted.command(self._conn, "ROLLBACK" if exc else "COMMIT")
+
+    monkeypatch.setattr(psycopg.AsyncPipeline, "__aenter__", pipeline_entered)
+    monkeypatch.setattr(psycopg.AsyncPipeline, "__aexit__", pipeline_left)
     # ``conn.transaction()`` sends BEGIN and COMMIT through this private generator (psycopg 3)
     command = psycopg.AsyncConnection._exec_command
 
@@ -149,9 +174,10 @@ async def test_a_new_task_in_a_context_without_tasks_reads_no_checkpoint(
 ) -> None:
     """Under its claim the plan found no task of the context stored, so its thread has no
     checkpoint (one is stored only with its task's row): LangGraph's read is not sent. Before:
-    ``SELECT jsonb_each_text`` (the checkpoint read) in the ask too. And the claim's row goes
-    with the end's upsert in one statement (before: a ``DELETE`` of its own): 8 statements per
-    request, 16 per HITL round trip, where there were 19."""
+    ``SELECT jsonb_each_text`` (the checkpoint read) in the ask too. The claim's row goes with
+    the end's upsert in one statement (before: a ``DELETE`` of its own), and the end is one
+    pipeline's implicit transaction (before: ``BEGIN`` and ``COMMIT`` statements too): 6
+    statements per request, 12 per HITL round trip, where there were 19."""
     async with serve([doc_agent()], db=postgres_url, lease=3600, sweep_every=3600) as client:
         warm = await client.send("이 서류를 검증해줘", context_id="warm", agent_id="document-review")
         assert state_of(warm) == "input-required"
@@ -170,12 +196,11 @@ async def test_a_new_task_in_a_context_without_tasks_reads_no_checkpoint(
             new_in_ended = list(sent)
     assert [state_of(t) for t in (asked, answered, done, again)] == [
         "input-required", "input-required", "completed", "input-required"]
-    assert ask == ["INSERT llamon_claims", "SELECT llamon_tasks", "BEGIN",
-                   "INSERT checkpoint_blobs", "INSERT checkpoints", "INSERT checkpoint_writes",
-                   "WITH llamon_claims", "COMMIT"]
+    # the end's statements are one pipeline: one implicit transaction, without BEGIN/COMMIT
+    assert ask == ["INSERT llamon_claims", "SELECT llamon_tasks", "INSERT checkpoint_blobs",
+                   "INSERT checkpoints", "INSERT checkpoint_writes", "WITH llamon_claims"]
     assert answer == ["INSERT llamon_claims", "SELECT llamon_tasks", "SELECT jsonb_each_text",
-                      "BEGIN", "INSERT checkpoints", "INSERT checkpoint_writes",
-                      "WITH llamon_claims", "COMMIT"]
+                      "INSERT checkpoints", "INSERT checkpoint_writes", "WITH llamon_claims"]
     assert "SELECT jsonb_each_text" in new_in_ended
     assert again["id"] != asked["id"]
 
@@ -226,6 +251,45 @@ async def test_held_writes_wait_for_the_save_and_a_failed_save_stores_none_of_th
         await claims.release(claim)  # forgets it, deletes nothing
         again = await claims.acquire("c1")  # and the context is free
         await claims.release(again)
+
+
+async def test_a_save_cancelled_midway_stores_none_of_it(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The end's statements are one pipeline's implicit transaction, which its Sync commits:
+    a save cancelled after the checkpoint's statements went out, before the task's upsert,
+    must not let the pipeline's end send that Sync (the connection is closed instead)."""
+    async with (
+        open_storage(postgres_url) as storage,
+        PostgresClaims(storage.pool, lease=30, with_task_saves=True) as claims,
+    ):
+        claim = await claims.acquire("c1")
+        with holding(TurnWrites("c1")) as held:
+            await ask_graph(storage.checkpointer).ainvoke(
+                {"answers": []}, {"configurable": {"thread_id": "c1"}}, durability="exit")
+            claims.release_with(claim, held)
+            reached = asyncio.Event()
+            execute = psycopg.AsyncCursor.execute
+
+            async def stalled(self: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
+                if "llamon_tasks" in str(query):  # the upsert: the checkpoint's are sent
+                    reached.set()
+                    await asyncio.Event().wait()
+                return await execute(self, query, *args, **kwargs)
+
+            monkeypatch.setattr(psycopg.AsyncCursor, "execute", stalled)
+            save = asyncio.create_task(storage.tasks.save(_record("c1")))
+            await reached.wait()
+            save.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await save
+            monkeypatch.setattr(psycopg.AsyncCursor, "execute", execute)
+            assert await _checkpoints(postgres_url, "c1") == 0
+            assert await _claimed(postgres_url, "c1") and held.pending
+            await storage.tasks.save(_record("c1"))  # the next save sends them
+        assert await _checkpoints(postgres_url, "c1") == 1
+        assert await _claimed(postgres_url, "c1") is False
+        await claims.release(claim)
 
 
 #: text that a statement built by hand would take for its own: placeholders, a quote, a
