@@ -74,7 +74,7 @@ class ContextClaims(Protocol):
         ...
 
     async def claim_fresh(self, key: str, task_id: str, writes: TurnWrites) -> Claim:
-        """The claim on a context the server has just drawn (``TurnWrites.fresh``): no other
+        """The claim on a context the server has just drawn (``Located.fresh``): no other
         holder can exist and no client can name it before the turn's first save. Where the
         claims live in the task store's database, its row is written by that save, in its
         transaction (``writes.claim``), and not at all when that save ends the turn."""

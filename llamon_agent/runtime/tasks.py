@@ -273,7 +273,7 @@ class TaskManager:
         # turn then gives the claim (``TurnWorker.start``)
         task_id = request.message.task_id or str(uuid.uuid4())
         key = context_key(space, located.context_id)
-        writes = TurnWrites(key, fresh=located.fresh)
+        writes = TurnWrites(key)
         try:
             claim = await (self._claims.claim_fresh(key, task_id, writes) if located.fresh
                            else self._claims.acquire(key, task_id=task_id))

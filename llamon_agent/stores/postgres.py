@@ -258,30 +258,32 @@ class PostgresTaskStore:
         which would commit the statements before the failure: the connection is closed
         instead, and PostgreSQL rolls back a transaction whose connection is gone. The pool
         replaces the connection."""
-        # binary, as AsyncPostgresSaver's own cursor sends them
-        checkpoints = conn.cursor(binary=True)
-        task = conn.cursor(row_factory=tuple_row)
-        async with conn.pipeline():
-            try:
-                for held_sql in statements:
-                    if held_sql.many:
-                        await checkpoints.executemany(held_sql.sql, held_sql.params)
-                    else:
-                        await checkpoints.execute(held_sql.sql, held_sql.params)
-                # the claim's row goes in the task's upsert, one statement: a fresh context's
-                # is inserted (no other holder can exist), the end's release deletes it
-                if insert is not None:
-                    sql = _claim_inserted_with(insert.table, sql)
-                    params = (insert.key, insert.owner, insert.task_id, insert.lease, *params)
-                elif release is not None:
-                    sql = _claim_deleted_with(release.table, sql)
-                    params = (release.key, release.owner, *params)
-                await task.execute(sql, params)
-            except BaseException:
-                await conn.close()  # never the Sync: nothing of it commits
-                raise
-        # the pipeline's end synced: committed, and the upsert's result is in
-        return await task.fetchall() if returns else []
+        # the claim's row goes in the task's upsert, one statement: a fresh context's is
+        # inserted (no other holder can exist), the end's release deletes it
+        if insert is not None:
+            sql = _claim_inserted_with(insert.table, sql)
+            params = (insert.key, insert.owner, insert.task_id, insert.lease, *params)
+        elif release is not None:
+            sql = _claim_deleted_with(release.table, sql)
+            params = (release.key, release.owner, *params)
+        async with (
+            # binary, as AsyncPostgresSaver's own cursor sends them
+            conn.cursor(binary=True) as checkpoints,
+            conn.cursor(row_factory=tuple_row) as task,
+        ):
+            async with conn.pipeline():
+                try:
+                    for held_sql in statements:
+                        if held_sql.many:
+                            await checkpoints.executemany(held_sql.sql, held_sql.params)
+                        else:
+                            await checkpoints.execute(held_sql.sql, held_sql.params)
+                    await task.execute(sql, params)
+                except BaseException:
+                    await conn.close()  # never the Sync: nothing of it commits
+                    raise
+            # the pipeline's end synced: committed, and the upsert's result is in
+            return await task.fetchall() if returns else []
 
     async def latest_in_context(self, context_key: str) -> StoredTask | None:
         if "\x00" in context_key:  # as in ``get``

@@ -18,7 +18,7 @@ context's claim is back, which is after the save that sends them.
 A context with no stored task has no checkpoint either, since a held checkpoint is stored only
 with its task's row: the turn of a new task in such a context (``thread_empty``) does not read
 one (``aget_tuple`` answers ``None`` without a query). A context the server has just drawn for a
-message that named none (``fresh``) is such a context, and no client can name it before the
+message that named none (``Located.fresh``) is such a context, and no client can name it before the
 turn's first save shows it: its turn reads no task either, and its claim's row is written by
 that first save in the same transaction as the task's row (``claim``), so another replica's
 recovery never finds the task stored without its claim; when that first save is the end's
@@ -71,8 +71,6 @@ class TurnWrites:
 
     thread_id: str
     checkpoints: bool = True
-    #: a context the server drew for this message: nothing of it is stored yet
-    fresh: bool = False
     #: no task of the context is stored (it was drawn for this message, or the plan, read
     #: under the claim, found none), so its thread has no checkpoint: a checkpoint is stored
     #: only in the transaction of its task's row, so the run reads none
