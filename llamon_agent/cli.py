@@ -68,6 +68,7 @@ def build_app(
     db: str,
     card: str | None,
     *,
+    db_pool_size: int | None = None,
     public_url: str | None = None,
     limits: Limits | None = None,
     settings: Settings | None = None,
@@ -92,7 +93,7 @@ def build_app(
         card_path = card if card is not None else ("agent-card.json" if Path("agent-card.json").is_file() else None)
         try:
             return create_app(
-                list(obj), db=db, card=card_path, public_url=public_url, limits=limits,
+                list(obj), db=db, db_pool_size=db_pool_size, card=card_path, public_url=public_url, limits=limits,
                 settings=settings, quotas=quotas, api_keys=api_keys, extended_card=extended_card,
                 events=events or "local://", lease=lease, retention=retention,
             )
@@ -379,7 +380,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     # the recipe as well as the app: each worker process builds its own (an app is not
     # picklable); the parent's app checks the settings once, before any worker starts
     make_app = functools.partial(
-        build_app, args.target, args.db, args.card, public_url=args.public_url, limits=limits,
+        build_app, args.target, args.db, args.card, db_pool_size=args.db_pool_size,
+        public_url=args.public_url, limits=limits,
         settings=settings, quotas=quotas, api_keys=args.api_keys_file,
         extended_card=args.extended_card, events=args.events, lease=args.lease,
         retention=args.retention)

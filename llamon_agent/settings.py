@@ -22,11 +22,20 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["DEFAULT_DB", "DEFAULT_LEASE", "DEFAULT_PUSH_ATTEMPTS", "DEFAULT_PUSH_TIMEOUT",
-           "DEFAULT_SWEEP", "DEFAULT_TARGET", "MAX_DURATION", "OPTIONS", "Check", "Option",
-           "Settings", "parse_duration", "parse_flag", "parse_target"]
+__all__ = ["DEFAULT_DB", "DEFAULT_DB_POOL_SIZE", "DEFAULT_LEASE", "DEFAULT_PUSH_ATTEMPTS",
+           "DEFAULT_PUSH_TIMEOUT", "DEFAULT_SWEEP", "DEFAULT_TARGET", "MAX_DB_POOL_SIZE",
+           "MAX_DURATION", "OPTIONS", "Check", "Option", "Settings", "parse_duration",
+           "parse_flag", "parse_pool_size", "parse_target"]
 
 DEFAULT_DB = "llamon.sqlite3"
+#: PostgreSQL: connections in each server process's pool (``LLAMON_DB_POOL_SIZE``). 20 keeps
+#: replicas x workers x 21 (the pool and the review listener) inside PostgreSQL's default
+#: ``max_connections`` of 100 for two replicas of two workers; bench/README.md, "Speed, round
+#: nine", measures what a larger pool gives
+DEFAULT_DB_POOL_SIZE = 20
+#: the most ``LLAMON_DB_POOL_SIZE`` takes: beyond it a pool only holds PostgreSQL backends
+#: (each a process with its own memory) that one event loop cannot keep busy
+MAX_DB_POOL_SIZE = 1000
 #: what ``llamon-agent serve`` serves without a target: the example app
 DEFAULT_TARGET = "app.main:AGENTS"
 #: seconds a replica's claims outlive its last heartbeat (``LLAMON_LEASE_SECONDS``)
@@ -57,6 +66,7 @@ class Settings:
     default. Each field's variable and meaning: ``OPTIONS``, or docs/operations.md."""
 
     db: str = DEFAULT_DB
+    db_pool_size: int = DEFAULT_DB_POOL_SIZE
     reviewer_token: str | None = None
     language: str | None = None
     public_url: str | None = None
@@ -171,6 +181,14 @@ def parse_whole(text: str) -> int:
         raise ValueError(f"expected a whole number, got {text.strip()!r}") from None
     if value < 1:
         raise ValueError(f"must be at least 1, got {value}")
+    return value
+
+
+def parse_pool_size(text: str) -> int:
+    """A whole number from 1 to ``MAX_DB_POOL_SIZE``."""
+    value = parse_whole(text)
+    if value > MAX_DB_POOL_SIZE:
+        raise ValueError(f"must be at most {MAX_DB_POOL_SIZE}, got {value}")
     return value
 
 
@@ -300,6 +318,10 @@ OPTIONS: tuple[Option, ...] = (
            "where tasks and checkpoints live: a SQLite file (or sqlite:///PATH; one server per "
            "file), :memory:, or postgresql://USER@HOST/DATABASE (the postgres extra)",
            flag="--db", commands=("serve", "prune"), metavar="URL", aliases=("LLAMON_DB",)),
+    Option("db_pool_size", "LLAMON_DB_POOL_SIZE", parse_pool_size,
+           "PostgreSQL: connections in each server process's pool (1 to 1000); keep replicas x "
+           "workers x (N + 1) below the database's max_connections", flag="--db-pool-size",
+           metavar="N"),
     Option("events", "LLAMON_EVENTS_URL", parse_text,
            "where stream events, resubscribe replay and cancel requests travel between "
            "replicas: redis://HOST[:PORT][/DB][?prefix=NAME] (the redis extra), or local:// to "

@@ -25,6 +25,7 @@ SAMPLES: dict[str, tuple[str, Any]] = {
     "LLAMON_HOST": ("0.0.0.0", "0.0.0.0"),
     "LLAMON_PORT": (" 9001 ", 9001),
     "LLAMON_DATABASE_URL": ("memory://", "memory://"),
+    "LLAMON_DB_POOL_SIZE": (" 40 ", 40),
     "LLAMON_EVENTS_URL": ("redis://127.0.0.1:6379/0", "redis://127.0.0.1:6379/0"),
     "LLAMON_LEASE_SECONDS": ("12.5", 12.5),
     "LLAMON_WORKERS": ("3", 3),

@@ -38,9 +38,9 @@ from ..push import PushNotifications, PushPolicy
 from ..runtime.events import Event
 from ..runtime.sweeper import Sweeper
 from ..runtime.tasks import TaskManager
-from ..settings import DEFAULT_DB, MAX_DURATION, Settings
+from ..settings import DEFAULT_DB, DEFAULT_DB_POOL_SIZE, MAX_DURATION, Settings
 from ..stores.base import TaskStore
-from ..stores.storage import Storage, open_storage
+from ..stores.storage import Storage, check_pool_size, open_storage
 from ..stores.url import parse_database_url
 from ..tool_review.catalog import language_of
 from . import jsonrpc, jsonrpc_v1, versions
@@ -56,12 +56,13 @@ from .human_review_rest import review_routes
 from .landing import landing_page
 from .metrics import Metrics, metrics_route
 from .playground import playground_routes
+from .pool_metrics import pool_metrics
 from .principal import principal_of
 from .push_methods import local_origin
 from .quotas import Quotas
 from .rate_limit import RateLimit, TokenBuckets
 from .request_events import RequestEvents, note_error, note_method, subscribed
-from .startup import log_startup, startup_lines
+from .startup import log_startup, log_startup_warning, startup_lines
 from .stream_quota import StreamQuota
 from .task_events import TaskEvents
 from .tool_review_rest import default_chat_agent, hitl_routes
@@ -87,6 +88,7 @@ def create_app(
     agents: Sequence[Agent],
     *,
     db: str | None = None,
+    db_pool_size: int | None = None,
     task_store: TaskStore | None = None,
     checkpointer: BaseCheckpointSaver[Any] | None = None,
     card: CardSource = None,
@@ -119,7 +121,10 @@ def create_app(
 
     Storage: ``db`` is a SQLite file or ``sqlite:///PATH`` (default ``$LLAMON_DATABASE_URL``,
     ``$LLAMON_DB`` or ``llamon.sqlite3``), ``":memory:"``, or ``postgresql://...`` (the
-    ``postgres`` extra; docs/storage.md); another form raises ``ValueError``; or pass your own ``task_store`` and ``checkpointer`` together.
+    ``postgres`` extra; docs/storage.md); another form raises ``ValueError``; or pass your own
+    ``task_store`` and ``checkpointer`` together. ``db_pool_size``: PostgreSQL's connections
+    in this process's pool, 1 to 1000 (default ``$LLAMON_DB_POOL_SIZE``, 20); a SQLite file or
+    ``:memory:`` has no pool, and a size set for one is logged as ignored.
     ``card`` is an agent-card JSON file or mapping (default: built from the agents);
     ``public_url`` is the endpoint URL the card advertises (default: the local address the
     connection arrived on; never the request's ``Host`` header, which any client can set).
@@ -203,7 +208,12 @@ def create_app(
     limits = limits or Limits()
     database = db or settings.db
     # a malformed setting fails here, not at the first request; logs never show a password
-    shown_database = parse_database_url(database).shown if task_store is None else ""
+    url = parse_database_url(database) if task_store is None else None
+    pool_size = check_pool_size(db_pool_size if db_pool_size is not None
+                                else settings.db_pool_size)
+    shown_database = "" if url is None else url.shown
+    pool_ignored = (url is not None and url.kind != "postgres"
+                    and pool_size != DEFAULT_DB_POOL_SIZE)
     events_url = parse_events_url(events if events is not None else settings.events)
     lease = lease if lease is not None else settings.lease
     if not (math.isfinite(lease) and lease > 0):
@@ -237,7 +247,11 @@ def create_app(
             auth_mode=access.mode or "none: every caller is the principal anonymous",
             reviewers=bool(access.reviewers), metrics_token=metrics_token is not None,
             public_url=public_url, events=events_url.shown if task_store is None else "in process",
+            pool_size=pool_size if url is not None and url.kind == "postgres" else None,
         ))
+        if pool_ignored:
+            log_startup_warning(f"db_pool_size {pool_size} ignored: only PostgreSQL storage "
+                                "has a connection pool")
         with serving(app.state, tasks), (tuned_collector() if gc_tuning else nullcontext()):
             yield
 
@@ -253,7 +267,7 @@ def create_app(
                     yield
             return
         async with (
-            open_storage(database) as storage,
+            open_storage(database, pool_size=pool_size) as storage,
             open_coordination(storage, events_url, lease=lease,
                               reviews=reviews or storage.reviews,
                               observer=task_events) as coordination,
@@ -262,7 +276,8 @@ def create_app(
         ):
             app.state.manager, app.state.push = manager, push
             app.state.reviews = reviews or storage.reviews
-            with started(app, storage.tasks, shown_database):
+            with started(app, storage.tasks, shown_database), \
+                    pool_metrics(metrics.exposed, storage.pool):
                 yield
 
     def _push(storage: Storage) -> PushNotifications:

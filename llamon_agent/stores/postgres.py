@@ -32,6 +32,7 @@ from ..errors import UnreadableTaskError
 from ..human_review.postgres import DECISION_ORDER as REVIEW_DECISION_ORDER
 from ..human_review.postgres import SCHEMA as REVIEWS_SCHEMA
 from ..human_review.postgres import PostgresReviewPort
+from ..settings import DEFAULT_DB_POOL_SIZE
 from . import _codec
 from .base import (
     DeletedTask,
@@ -463,16 +464,18 @@ async def migrate(url: str) -> None:
 
 @asynccontextmanager
 async def open_postgres(
-    url: str, *, max_connections: int = 20
+    url: str, *, pool_size: int = DEFAULT_DB_POOL_SIZE
 ) -> AsyncIterator[
     tuple[PostgresTaskStore, PostgresReviewPort, AsyncPostgresSaver, AsyncConnectionPool[Any]]
 ]:
-    """The schema migrated, then one pool for the task store, the review port and the
-    checkpointer; the pool is closed on the way out, also when opening fails half-way."""
+    """The schema migrated, then one pool of up to ``pool_size`` connections for the task
+    store, the review port and the checkpointer (the review port listens on one more, its
+    own); the pool is closed on the way out, also when opening fails half-way. No path holds
+    one pooled connection while it waits for another, so a pool of one serves, slowly."""
     await migrate(url)  # a connection of its own: an unreachable server fails here, clearly
     async with AsyncExitStack() as opened:
         pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
-            url, min_size=1, max_size=max_connections, kwargs=CONNECTION_KWARGS, open=False,
+            url, min_size=1, max_size=pool_size, kwargs=CONNECTION_KWARGS, open=False,
             name="llamon",
         )
         await pool.open(wait=True, timeout=30)

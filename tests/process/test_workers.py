@@ -112,7 +112,7 @@ def _reaped(server: Server) -> Iterator[set[int]]:
 def _launch(launch: Launch, postgres_url: str, redis_prefix: str) -> Server:
     return launch(EXAMPLE_TARGET, db=postgres_url, extra_args=[
         "--workers", "2", "--events", f"redis://127.0.0.1:6379/0?prefix={redis_prefix}",
-        "--log-level", "info",
+        "--log-level", "info", "--db-pool-size", "3",
     ], startup_timeout=WAIT)
 
 
@@ -158,6 +158,8 @@ async def test_two_workers_share_the_socket_and_add_up_their_metrics(
         assert "workers: 2 processes share the listening socket" in server.log()
         # every worker's stream events go through Redis (its start-up line)
         assert server.log().count("events: redis://127.0.0.1:6379/0") == 2
+        # each worker opens its own pool, of the size --db-pool-size gives
+        assert server.log().count("database pool: up to 3 connections") == 2
         folder = _metrics_folder(first)
         assert _metrics_folder(second) == folder
         assert Path(folder).is_dir()
@@ -172,6 +174,7 @@ async def test_two_workers_share_the_socket_and_add_up_their_metrics(
             series = await _scrape(server)
         # the second worker's /metrics holds the first worker's requests too
         assert _sent(series) == 5
+        assert value(series, "llamon_db_pool_max") == 3  # the answering worker's own pool
         assert value(series, "llamon_requests_total", method="tasks/get", outcome="ok") == 1
         assert value(series, "llamon_request_duration_seconds_count", method="message/send") == 5
         assert value(series, "llamon_tasks", state="input-required") == 5  # read from storage
