@@ -8,7 +8,7 @@ the end): ``llamon-agent serve bench.agents:AGENTS --db FILE|postgresql://...``,
 a2a-sdk with the same LangGraph graph on ``AsyncSqliteSaver`` or ``AsyncPostgresSaver``
 (bench/servers/a2a_sdk_langgraph.py). ``--workers 2`` adds ``llamon-agent serve --workers 2``
 (PostgreSQL and ``--events redis://``) when the CLI has the flag, and says so when it does not.
-Per repetition (order rotated) each server gets 2 s of warm-up and ``--duration`` s of 16 users
+Every server runs on core 0, its workers too, and the load generator on core 1. Per repetition (order rotated) each server gets 2 s of warm-up and ``--duration`` s of 16 users
 doing HITL round trips (bench/hitl_client.py); measured: round trips/s, latencies, the server's
 CPU (all its processes), PostgreSQL's CPU (the backends of the run's database, and the
 cluster's background processes apart), Redis's CPU (its server processes, by title: the
@@ -234,8 +234,12 @@ def run_variant(v: Variant, rep: int, s: argparse.Namespace) -> dict[str, Any]:
             (redis_prefix() if v.workers > 1 else _none()) as prefix:
         events = f"{REDIS_URL}?prefix={prefix}" if prefix else None
         log = RESULTS / "logs" / f"{NAME}-{v.key}-{tag}.log"
-        cores = SERVER_CORE if v.workers == 1 else None
-        server = ServerProcess(v.key, argv(v, db, events), v.port, log, cores=cores, cwd=ROOT)
+        # every variant on the server core, workers too (they inherit the parent's affinity):
+        # unpinned, two workers also ran on the load generator's core, and their total CPU per
+        # round trip was 1.53x one pinned worker's, against 1.27x with both pinned
+        # (bench/README.md, "Speed, round nine"); the load generator keeps core 1 to itself
+        server = ServerProcess(v.key, argv(v, db, events), v.port, log, cores=SERVER_CORE,
+                               cwd=ROOT)
         server.start()
         try:
             out = measure(server, v, facts.get("database"), s.warmup, s.duration)
