@@ -124,7 +124,7 @@ def create_app(
     ``postgres`` extra; docs/storage.md); another form raises ``ValueError``; or pass your own
     ``task_store`` and ``checkpointer`` together. ``db_pool_size``: PostgreSQL's connections
     in this process's pool, 1 to 1000 (default ``$LLAMON_DB_POOL_SIZE``, 20); a SQLite file or
-    ``:memory:`` has no pool, and a size set for one is logged as ignored.
+    ``:memory:`` has no pool, and a size other than 20 set for one is logged as ignored.
     ``card`` is an agent-card JSON file or mapping (default: built from the agents);
     ``public_url`` is the endpoint URL the card advertises (default: the local address the
     connection arrived on; never the request's ``Host`` header, which any client can set).
