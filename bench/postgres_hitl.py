@@ -8,8 +8,9 @@ the end): ``llamon-agent serve bench.agents:AGENTS --db FILE|postgresql://...``,
 a2a-sdk with the same LangGraph graph on ``AsyncSqliteSaver`` or ``AsyncPostgresSaver``
 (bench/servers/a2a_sdk_langgraph.py). ``--workers 2`` adds ``llamon-agent serve --workers 2``
 (PostgreSQL and ``--events redis://``) when the CLI has the flag, and says so when it does not.
-Every server runs on core 0, its workers too, and the load generator on core 1. Per repetition (order rotated) each server gets 2 s of warm-up and ``--duration`` s of 16 users
-doing HITL round trips (bench/hitl_client.py); measured: round trips/s, latencies, the server's
+Every server runs on core 0, its workers too, and the load generator on core 1. Per
+repetition (order rotated) each server gets 2 s of warm-up and ``--duration`` s of 16 users doing
+HITL round trips (bench/hitl_client.py); measured: round trips/s, latencies, the server's
 CPU (all its processes), PostgreSQL's CPU (the backends of the run's database, and the
 cluster's background processes apart), Redis's CPU (its server processes, by title: the
 events of ``--workers 2``), and the rest of the machine's busy time. Medians over

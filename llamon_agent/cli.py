@@ -93,9 +93,10 @@ def build_app(
         card_path = card if card is not None else ("agent-card.json" if Path("agent-card.json").is_file() else None)
         try:
             return create_app(
-                list(obj), db=db, db_pool_size=db_pool_size, card=card_path, public_url=public_url, limits=limits,
-                settings=settings, quotas=quotas, api_keys=api_keys, extended_card=extended_card,
-                events=events or "local://", lease=lease, retention=retention,
+                list(obj), db=db, db_pool_size=db_pool_size, card=card_path,
+                public_url=public_url, limits=limits, settings=settings, quotas=quotas,
+                api_keys=api_keys, extended_card=extended_card, events=events or "local://",
+                lease=lease, retention=retention,
             )
         except (CredentialConfigError, ImportError) as exc:  # one line, never a secret
             raise SystemExit(f"error: {exc}") from None

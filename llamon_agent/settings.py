@@ -24,8 +24,8 @@ from typing import Any
 
 __all__ = ["DEFAULT_DB", "DEFAULT_DB_POOL_SIZE", "DEFAULT_LEASE", "DEFAULT_PUSH_ATTEMPTS",
            "DEFAULT_PUSH_TIMEOUT", "DEFAULT_SWEEP", "DEFAULT_TARGET", "MAX_DB_POOL_SIZE",
-           "MAX_DURATION", "OPTIONS", "Check", "Option", "Settings", "parse_duration",
-           "parse_flag", "parse_pool_size", "parse_target"]
+           "MAX_DURATION", "OPTIONS", "Check", "Option", "Settings", "check_pool_size",
+           "parse_duration", "parse_flag", "parse_pool_size", "parse_target"]
 
 DEFAULT_DB = "llamon.sqlite3"
 #: PostgreSQL: connections in each server process's pool (``LLAMON_DB_POOL_SIZE``). 20 keeps
@@ -184,12 +184,17 @@ def parse_whole(text: str) -> int:
     return value
 
 
-def parse_pool_size(text: str) -> int:
-    """A whole number from 1 to ``MAX_DB_POOL_SIZE``."""
-    value = parse_whole(text)
-    if value > MAX_DB_POOL_SIZE:
-        raise ValueError(f"must be at most {MAX_DB_POOL_SIZE}, got {value}")
+def check_pool_size(value: object) -> int:
+    """``value`` if it is a whole number from 1 to ``MAX_DB_POOL_SIZE`` (``LLAMON_DB_POOL_SIZE``,
+    ``create_app(db_pool_size=)``, ``open_storage(pool_size=)``); else ``ValueError``."""
+    if (isinstance(value, bool) or not isinstance(value, int)
+            or not 1 <= value <= MAX_DB_POOL_SIZE):
+        raise ValueError(f"must be a whole number from 1 to {MAX_DB_POOL_SIZE}, got {value!r}")
     return value
+
+
+def parse_pool_size(text: str) -> int:
+    return check_pool_size(parse_whole(text))
 
 
 def parse_port(text: str) -> int:

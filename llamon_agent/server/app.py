@@ -38,9 +38,15 @@ from ..push import PushNotifications, PushPolicy
 from ..runtime.events import Event
 from ..runtime.sweeper import Sweeper
 from ..runtime.tasks import TaskManager
-from ..settings import DEFAULT_DB, DEFAULT_DB_POOL_SIZE, MAX_DURATION, Settings
+from ..settings import (
+    DEFAULT_DB,
+    DEFAULT_DB_POOL_SIZE,
+    MAX_DURATION,
+    Settings,
+    check_pool_size,
+)
 from ..stores.base import TaskStore
-from ..stores.storage import Storage, check_pool_size, open_storage
+from ..stores.storage import Storage, open_storage
 from ..stores.url import parse_database_url
 from ..tool_review.catalog import language_of
 from . import jsonrpc, jsonrpc_v1, versions
@@ -209,11 +215,14 @@ def create_app(
     database = db or settings.db
     # a malformed setting fails here, not at the first request; logs never show a password
     url = parse_database_url(database) if task_store is None else None
-    pool_size = check_pool_size(db_pool_size if db_pool_size is not None
-                                else settings.db_pool_size)
     shown_database = "" if url is None else url.shown
-    pool_ignored = (url is not None and url.kind != "postgres"
-                    and pool_size != DEFAULT_DB_POOL_SIZE)
+    pool_size = db_pool_size if db_pool_size is not None else settings.db_pool_size
+    try:
+        check_pool_size(pool_size)
+    except ValueError as exc:
+        raise ValueError(f"db_pool_size {exc}") from None
+    pooled = url is not None and url.kind == "postgres"  # only PostgreSQL storage has a pool
+    pool_ignored = url is not None and not pooled and pool_size != DEFAULT_DB_POOL_SIZE
     events_url = parse_events_url(events if events is not None else settings.events)
     lease = lease if lease is not None else settings.lease
     if not (math.isfinite(lease) and lease > 0):
@@ -247,7 +256,7 @@ def create_app(
             auth_mode=access.mode or "none: every caller is the principal anonymous",
             reviewers=bool(access.reviewers), metrics_token=metrics_token is not None,
             public_url=public_url, events=events_url.shown if task_store is None else "in process",
-            pool_size=pool_size if url is not None and url.kind == "postgres" else None,
+            pool_size=pool_size if pooled else None,
         ))
         if pool_ignored:
             log_startup_warning(f"db_pool_size {pool_size} ignored: only PostgreSQL storage "

@@ -12,7 +12,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from ..core.ports import HumanReviewPort
 from ..human_review.port import InMemoryReviewPort, SQLiteReviewPort
-from ..settings import DEFAULT_DB_POOL_SIZE, MAX_DB_POOL_SIZE
+from ..settings import DEFAULT_DB_POOL_SIZE, check_pool_size
 from .base import TaskStore
 from .file_lock import lock_file
 from .memory import InMemoryTaskStore
@@ -23,7 +23,7 @@ from .push_sqlite import SQLitePushStore
 from .sqlite import InlineSqliteSaver, SQLiteTaskStore, connect
 from .url import MEMORY, parse_database_url
 
-__all__ = ["MEMORY", "Storage", "check_pool_size", "open_storage"]
+__all__ = ["MEMORY", "Storage", "open_storage"]
 
 
 @dataclass(frozen=True)
@@ -43,16 +43,6 @@ class Storage:
     push: PushStore = field(default_factory=InMemoryPushStore)
 
 
-def check_pool_size(pool_size: int) -> int:
-    """``pool_size`` if it is a whole number from 1 to ``MAX_DB_POOL_SIZE``; else
-    ``ValueError`` saying so (``create_app`` checks it before anything opens)."""
-    if (isinstance(pool_size, bool) or not isinstance(pool_size, int)
-            or not 1 <= pool_size <= MAX_DB_POOL_SIZE):
-        raise ValueError(f"db_pool_size must be a whole number from 1 to {MAX_DB_POOL_SIZE}, "
-                         f"got {pool_size!r}")
-    return pool_size
-
-
 @asynccontextmanager
 async def open_storage(db: str, *, pool_size: int = DEFAULT_DB_POOL_SIZE
                        ) -> AsyncIterator[Storage]:
@@ -62,12 +52,15 @@ async def open_storage(db: str, *, pool_size: int = DEFAULT_DB_POOL_SIZE
     PostgreSQL (``postgres.py``, the ``postgres`` extra): the schema is migrated, then one
     connection pool of up to ``pool_size`` connections (1 to ``MAX_DB_POOL_SIZE``; the other
     storages have no pool and ignore it) serves the task store, the review port and
-    LangGraph's ``AsyncPostgresSaver``; everything opened is closed on the way out, also when opening
-    fails half-way. A SQLite file is locked for the storage's life (``file_lock.py``) before anything connects to it
-    or creates a table: a file another server holds raises ``StorageInUseError`` and is left
-    exactly as it was.
+    LangGraph's ``AsyncPostgresSaver``; everything opened is closed on the way out, also when
+    opening fails half-way. A SQLite file is locked for the storage's life (``file_lock.py``)
+    before anything connects to it or creates a table: a file another server holds raises
+    ``StorageInUseError`` and is left exactly as it was.
     """
-    check_pool_size(pool_size)
+    try:
+        check_pool_size(pool_size)
+    except ValueError as exc:
+        raise ValueError(f"pool_size {exc}") from None
     url = parse_database_url(db)
     if url.kind == "memory":
         yield Storage(tasks=InMemoryTaskStore(), checkpointer=InMemorySaver(),
@@ -83,7 +76,8 @@ async def open_storage(db: str, *, pool_size: int = DEFAULT_DB_POOL_SIZE
             ) from exc
         from .push_postgres import PostgresPushStore
 
-        async with open_postgres(url.target, pool_size=pool_size) as (pg_tasks, pg_reviews, pg_saver, pool):
+        async with open_postgres(url.target, pool_size=pool_size) as (
+                pg_tasks, pg_reviews, pg_saver, pool):
             yield Storage(tasks=pg_tasks, checkpointer=pg_saver, reviews=pg_reviews,
                           db=url.target, pool=pool,
                           push=PostgresPushStore(pool, pg_tasks.unseen_push))

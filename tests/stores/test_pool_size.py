@@ -18,7 +18,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 
 from app.assistant import email_assistant
 from app.outbox import Outbox
-from llamon_agent import create_app
+from llamon_agent import create_app, open_storage
 from llamon_agent.server.pool_metrics import PoolCollector, pool_metrics
 from llamon_agent.settings import MAX_DB_POOL_SIZE, Settings, parse_pool_size
 from tests.conftest import A2AClient, serve
@@ -149,12 +149,20 @@ def test_create_app_refuses_a_pool_size_out_of_range(size: Any) -> None:
         create_app([doc_agent()], db=":memory:", db_pool_size=size)
 
 
+async def test_open_storage_refuses_a_pool_size_out_of_range(tmp_path: Any) -> None:
+    with pytest.raises(ValueError, match=r"^pool_size must be a whole number from 1 to 1000, got 0$"):
+        async with open_storage(str(tmp_path / "never.sqlite3"), pool_size=0):
+            pass
+    assert not (tmp_path / "never.sqlite3").exists()  # refused before anything opened
+
+
 @given(st.text(max_size=12))
 def test_a_pool_size_variable_is_a_whole_number_from_1_to_1000_or_an_error(text: str) -> None:
     try:
         value = parse_pool_size(text)
     except ValueError as exc:
-        assert str(exc).startswith(("expected a whole number", "must be at"))
+        assert str(exc).startswith(("expected a whole number", "must be at least 1",
+                                    "must be a whole number from 1 to 1000"))
         return
     assert value == int(text) and 1 <= value <= MAX_DB_POOL_SIZE
 
