@@ -2,18 +2,23 @@
 
 It is the in-process ``LocalPublisher`` (storing, numbering, local fan-out: a state is stored
 before any client sees it) whose task logs also relay every numbered event to a Redis stream per
-task (``<prefix><task id>``, ``XADD ... MAXLEN ~ retain``). The relay is awaited by the call that
-published (``publish``, ``end``): the order on the stream is the order of the numbers, and a turn
-does not run ahead of Redis. A stream whose task's turn ended expires after ``finished_ttl``
-seconds; one still running (or parked for a reviewer) after ``running_ttl``, renewed by every
-event.
+task (``<prefix><task id>``, ``XADD ... MAXLEN ~ retain``), in the order of the numbers. A
+turn's end, a final event and an event stored with the task are awaited until Redis has them
+(with every event queued before them): a client that reads that state on another replica finds
+the stream as far. Any other event (a snapshot not stored, ``working``, progress) is written by a
+background writer about ``relay_delay`` seconds later, or sooner with the next awaited one, so
+one pipeline carries several events, and those of other turns, instead of one round trip each. A turn waits for
+Redis before it publishes more once ``_BACKLOG`` events are queued: it never runs far ahead of
+Redis. A stream whose task's turn ended expires after ``finished_ttl`` seconds; one still
+running (or parked for a reviewer) after ``running_ttl``, renewed by every batch written to it.
 
 ``resubscribe`` on any replica: a task running in this process is served from its log, as in
 one process; otherwise the task's stream is read (``XRANGE``) and decides:
 
 * the stream shows the turn running: it is followed live (``redis_follow.StreamFollower``, one
   ``XREAD BLOCK`` for all subscribers) until the final event. ``Last-Event-ID`` replays exactly
-  the events after it while the stream holds them; otherwise a snapshot comes first (the
+  the events after it while the stream holds them (an id past the stream's last event is read
+  again once, after twice ``relay_delay``: the owner may not have relayed it yet); otherwise a snapshot comes first (the
   turn's ``Task`` event from the stream, with id 0, then the events after it), as in
   ``LocalPublisher``. This replica's store need not know the task: it is read to see whether
   it holds an end the stream never got (then it answers, as below), and for the snapshot only
@@ -67,6 +72,8 @@ __all__ = ["RedisPublisher"]
 log = logging.getLogger(__name__)
 
 _KEYS_PER_DELETE = 500  # one DEL per this many deleted tasks' streams
+_BACKLOG = 256  # events queued for Redis at which a publishing turn waits for the write
+_RELAY_MARGIN = 0.05  # seconds a relayed write may take beyond its delay
 
 
 @dataclass(frozen=True)
@@ -122,7 +129,7 @@ class RedisPublisher(LocalPublisher):
         prefix: str = "llamon:events:", retain: int = 1024, buffer: int = 4096,
         keep_finished: int = 1024, finished_ttl: float = 600.0, running_ttl: float = 86400.0,
         block: float = 1.0, quiet: float = 10.0, idle_limit: float | None = 300.0,
-        observer: TaskObserver = NO_OBSERVER,
+        relay_delay: float = 0.02, observer: TaskObserver = NO_OBSERVER,
     ) -> None:
         hub = _RelayHub(self._enqueue, keep_finished=keep_finished, retain=retain, buffer=buffer)
         super().__init__(store, reviews, hub, observer=observer)
@@ -132,6 +139,9 @@ class RedisPublisher(LocalPublisher):
         self._retain = retain
         self._buffer = buffer
         self._block = block
+        if not relay_delay >= 0:
+            raise ValueError(f"relay_delay must be seconds >= 0, got {relay_delay!r}")
+        self._relay_delay = relay_delay
         self._quiet = Quiet(quiet, idle_limit)
         self._finished_ms = int(finished_ttl * 1000)
         self._running_ms = int(running_ttl * 1000)
@@ -194,9 +204,11 @@ class RedisPublisher(LocalPublisher):
         self._pending.set()
 
     async def _write_forever(self) -> None:
-        """Writes what a synchronous close queued (no awaiting caller flushes it)."""
+        """Writes what no turn's end flushed: the events before a turn's end (after
+        ``relay_delay``, so that they share a pipeline) and a synchronous close's marker."""
         while True:
             await self._pending.wait()
+            await asyncio.sleep(self._relay_delay)
             await self._drain()
 
     async def _drain(self) -> None:
@@ -207,12 +219,15 @@ class RedisPublisher(LocalPublisher):
                 batch = list(self._outbox)
                 self._outbox.clear()
                 async with self._redis.pipeline(transaction=False) as pipe:
+                    expiry: dict[str, int] = {}  # a stream's last event in the batch decides
                     for item in batch:
                         key = self.key(item.task_id)
                         ends = item.final or item.payload is None
                         pipe.xadd(key, encode(item.seq, item.payload, item.final),
                                   maxlen=self._retain, approximate=True)
-                        pipe.pexpire(key, self._finished_ms if ends else self._running_ms)
+                        expiry[key] = self._finished_ms if ends else self._running_ms
+                    for key, ms in expiry.items():
+                        pipe.pexpire(key, ms)
                     try:
                         await pipe.execute()
                     except Exception:  # followers see the numbering gap and end their streams
@@ -222,7 +237,10 @@ class RedisPublisher(LocalPublisher):
         self, turn: Turn, payload: WireModel, *, save: bool, final: bool = False
     ) -> None:
         await super().publish(turn, payload, save=save, final=final)
-        await self._drain()
+        # a stored state or a final event: a client may read it on any replica now (a
+        # ``tasks/get``, a resubscribe), and the stream there must not be behind the store
+        if save or final or len(self._outbox) >= _BACKLOG:
+            await self._drain()
 
     async def end(self, turn: Turn, ending: Ending) -> None:
         await super().end(turn, ending)
@@ -237,7 +255,11 @@ class RedisPublisher(LocalPublisher):
         if self._follower is None:
             raise RuntimeError("the publisher is not running (use it as an async context)")
         key = self.key(task_id)
-        entries = [decode(i, f) for i, f in await self._redis.xrange(key, "-", "+")]
+        entries = await self._entries(key)
+        if last_event_id is not None and _short_of(entries, last_event_id):
+            # the client saw events on the owner that its writer has not relayed yet
+            await asyncio.sleep(2 * self._relay_delay + _RELAY_MARGIN)
+            entries = await self._entries(key)
         if not entries:  # expired, or never written: only the store knows
             return self._stored(task_id, await self._store.get(task_id))
         run = run_of(entries)
@@ -259,6 +281,9 @@ class RedisPublisher(LocalPublisher):
             raise TaskNotFoundError(data={"taskId": task_id})
         sub = await self._follow(task_id, entries, [])
         return prepend([(0, record.task)], sub.__aiter__())
+
+    async def _entries(self, key: str) -> list[Entry]:
+        return [decode(i, f) for i, f in await self._redis.xrange(key, "-", "+")]
 
     async def _finished(
         self, task_id: str, run: list[Entry], last_event_id: int | None
@@ -311,6 +336,14 @@ def _ahead(record: StoredTask | None, seq: int) -> bool:
     write may come after its first events: a stored state that is still running, or numbered
     before them, is not ahead.)"""
     return record is not None and record.state not in RUNNING_STATES and record.event_seq > seq
+
+
+def _short_of(entries: list[Entry], last_event_id: int) -> bool:
+    """Does the stream show a turn running whose events stop before ``last_event_id``?"""
+    if not entries or entries[-1].closes:
+        return False
+    run = run_of(entries)
+    return bool(run) and run[-1].seq < last_event_id
 
 
 def _turn_of(run: list[Entry]) -> tuple[Task, list[Event]] | None:

@@ -25,8 +25,11 @@ class GateState(TypedDict, total=False):
     result: dict[str, Any]
 
 
-def gated_agent(gate: asyncio.Event, before: int = 3, after: int = 3) -> Agent:
-    """``before`` progress events, then wait for ``gate``, then ``after`` more, then done."""
+def gated_agent(
+    gate: asyncio.Event, before: int = 3, after: int = 3, pause: float | None = None
+) -> Agent:
+    """``before`` progress events, then wait for ``gate``, then ``after`` more (``pause``
+    seconds apart, else in one burst), then done."""
 
     async def work(state: GateState) -> dict[str, Any]:
         write = get_stream_writer()
@@ -35,6 +38,8 @@ def gated_agent(gate: asyncio.Event, before: int = 3, after: int = 3) -> Agent:
         await gate.wait()
         for i in range(after):
             write(f"after {i}")
+            if pause is not None:
+                await asyncio.sleep(pause)
         return {"result": {"done": True}}
 
     g = StateGraph(GateState)

@@ -3,7 +3,9 @@ replica A gap-free (also from a second process, and without the task in B's own 
 ``Last-Event-ID`` replays exactly what is missing, the final event ends the stream, a finished
 turn is read from the store (else replayed from its stream), a slow subscriber is evicted, a
 follower whose owner died (killed, or ended without relaying its end) or whose stream expired
-ends instead of waiting forever, and nothing is left running or undeleted after close."""
+ends instead of waiting forever, and nothing is left running or undeleted after close. The
+relay: a stored event and a turn's end are on Redis before the turn goes on, the others after
+the writer's delay or with the end, and a full backlog makes the turn wait."""
 
 from __future__ import annotations
 
@@ -131,7 +133,9 @@ async def test_the_final_event_ends_a_remote_stream(redis_prefix: str) -> None:
 
 async def test_a_slow_subscriber_is_evicted(redis_prefix: str) -> None:
     gate = asyncio.Event()
-    async with replicas(redis_prefix, gated_agent(gate, before=1, after=8), buffer=4) as (
+    # paced: the local reader keeps up with a buffer of 4 (a burst would evict it as well)
+    agent = gated_agent(gate, before=1, after=8, pause=0.005)
+    async with replicas(redis_prefix, agent, buffer=4) as (
         manager, _a, b
     ):
         local: list[Event] = []
@@ -386,3 +390,76 @@ async def test_a_follower_ends_after_the_idle_limit_when_the_owner_is_killed(
     assert owner.returncode == -signal.SIGKILL
     assert [seq for seq, _ in remote] == [0, 2, 3, 4, 5]
     assert isinstance(remote[0][1], Task) and remote[0][1].id == task_id
+
+
+async def stream_entries(prefix: str, task_id: str) -> list[tuple[int, bool]]:
+    """(event id, final) of each event on the task's stream, close markers left out."""
+    from redis.asyncio import Redis
+
+    client = Redis.from_url(REDIS_URL)
+    try:
+        raw: Any = await client.xrange(f"{prefix}{task_id}", "-", "+")
+    finally:
+        await client.aclose()
+    return [(int(f[b"seq"]), f.get(b"final") == b"1") for _, f in raw if f.get(b"data")]
+
+
+async def test_events_before_the_end_wait_for_it_or_the_relay_delay(redis_prefix: str) -> None:
+    """A stored snapshot is on Redis before the turn goes on; progress events wait for the
+    writer's delay (never reached here) and go with the turn's end, in order, in one batch."""
+    gate = asyncio.Event()
+    async with replicas(redis_prefix, gated_agent(gate, before=3, after=2),
+                        relay_delay=60) as (manager, _a, _b):
+        local: list[Event] = []
+        running = asyncio.create_task(collect(await manager.stream(params("go")), local))
+        await eventually(lambda: len(local) >= 5)  # snapshot, working, 3 progress
+        task_id = local[0][1].id  # type: ignore[attr-defined]
+        assert await stream_entries(redis_prefix, task_id) == [(1, False)]  # the stored one
+        gate.set()
+        await asyncio.wait_for(running, 10)
+        relayed = await stream_entries(redis_prefix, task_id)
+    assert [seq for seq, _ in local] == list(range(1, 10))
+    assert relayed == [(seq, seq == 9) for seq in range(1, 10)]
+
+
+async def test_the_writer_relays_a_running_turns_events_after_its_delay(
+    redis_prefix: str,
+) -> None:
+    gate = asyncio.Event()
+    async with replicas(redis_prefix, gated_agent(gate, before=3),
+                        relay_delay=0.05) as (manager, _a, _b):
+        local: list[Event] = []
+        running = asyncio.create_task(collect(await manager.stream(params("go")), local))
+        await eventually(lambda: len(local) >= 5)
+        task_id = local[0][1].id  # type: ignore[attr-defined]
+        async with asyncio.timeout(5):
+            while len(await stream_entries(redis_prefix, task_id)) < 5:
+                await asyncio.sleep(0.01)
+        assert not running.done()  # relayed while the turn still waits at its gate
+        assert await stream_entries(redis_prefix, task_id) == [(s, False) for s in range(1, 6)]
+        gate.set()
+        await asyncio.wait_for(running, 10)
+
+
+async def test_a_turn_waits_for_redis_once_its_backlog_is_full(redis_prefix: str) -> None:
+    """However long the writer's delay, no more than ``_BACKLOG`` events wait for Redis."""
+    from llamon_agent.backends.redis_events import _BACKLOG
+
+    gate = asyncio.Event()
+    burst = _BACKLOG + 44
+    async with replicas(redis_prefix, gated_agent(gate, before=burst),
+                        relay_delay=60, buffer=4 * burst) as (manager, _a, _b):
+        local: list[Event] = []
+        running = asyncio.create_task(collect(await manager.stream(params("go")), local))
+        await eventually(lambda: len(local) >= burst + 2)
+        task_id = local[0][1].id  # type: ignore[attr-defined]
+        relayed = await stream_entries(redis_prefix, task_id)
+        assert burst + 2 - _BACKLOG <= len(relayed) < burst + 2
+        assert [seq for seq, _ in relayed] == list(range(1, len(relayed) + 1))
+        gate.set()
+        await asyncio.wait_for(running, 10)
+
+
+def test_the_relay_delay_is_checked() -> None:
+    with pytest.raises(ValueError, match="relay_delay"):
+        RedisPublisher(InMemoryTaskStore(), None, REDIS_URL, relay_delay=-1)
