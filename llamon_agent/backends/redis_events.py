@@ -5,12 +5,13 @@ before any client sees it) whose task logs also relay every numbered event to a 
 task (``<prefix><task id>``, ``XADD ... MAXLEN ~ retain``), in the order of the numbers. A
 turn's end, a final event and an event stored with the task are awaited until Redis has them
 (with every event queued before them): a client that reads that state on another replica finds
-the stream as far. Any other event (a snapshot not stored, ``working``, progress) is written by a
-background writer about ``relay_delay`` seconds later, or sooner with the next awaited one, so
-one pipeline carries several events, and those of other turns, instead of one round trip each. A turn waits for
-Redis before it publishes more once ``_BACKLOG`` events are queued: it never runs far ahead of
-Redis. A stream whose task's turn ended expires after ``finished_ttl`` seconds; one still
-running (or parked for a reviewer) after ``running_ttl``, renewed by every batch written to it.
+the stream as far. Any other event (a snapshot not stored, ``working``, progress) is written by
+a background writer about ``relay_delay`` seconds later, or sooner with the next awaited one:
+the turn does not wait for it, and one pipeline carries several events, also of other turns
+(bench/README.md, "Speed, round ten"). Once ``_BACKLOG`` events are queued a turn waits for
+the write: it never runs far ahead of Redis. A stream whose task's turn ended expires after
+``finished_ttl`` seconds; one still running (or parked for a reviewer) after ``running_ttl``,
+renewed by every batch written to it.
 
 ``resubscribe`` on any replica: a task running in this process is served from its log, as in
 one process; otherwise the task's stream is read (``XRANGE``) and decides:
@@ -18,11 +19,11 @@ one process; otherwise the task's stream is read (``XRANGE``) and decides:
 * the stream shows the turn running: it is followed live (``redis_follow.StreamFollower``, one
   ``XREAD BLOCK`` for all subscribers) until the final event. ``Last-Event-ID`` replays exactly
   the events after it while the stream holds them (an id past the stream's last event is read
-  again once, after twice ``relay_delay``: the owner may not have relayed it yet); otherwise a snapshot comes first (the
-  turn's ``Task`` event from the stream, with id 0, then the events after it), as in
-  ``LocalPublisher``. This replica's store need not know the task: it is read to see whether
-  it holds an end the stream never got (then it answers, as below), and for the snapshot only
-  when the stream lost the turn's ``Task`` event;
+  again once, after twice ``relay_delay``: the owner may not have relayed it yet); otherwise a
+  snapshot comes first (the turn's ``Task`` event from the stream, with id 0, then the events
+  after it), as in ``LocalPublisher``. This replica's store need not know the task: it is
+  read to see whether it holds an end the stream never got (then it answers, as below), and
+  for the snapshot only when the stream lost the turn's ``Task`` event;
 * the stream holds the turn's final event: ``Last-Event-ID`` replays what is missing and ends;
   otherwise the task as stored and its final status (``LocalPublisher``'s answer), or, when
   this replica's store does not know the task, the turn's snapshot and events from the stream;
