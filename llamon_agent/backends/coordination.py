@@ -47,10 +47,14 @@ async def open_coordination(
         claims: ContextClaims | None = None
         takeover_every: float | None = None
         if storage.pool is not None:
+            from ..stores.pg_claim_reads import PostgresClaimReads
+            from ..stores.pg_saver import InlinePostgresSaver
             from .pg_claims import PostgresClaims
 
+            reads = (PostgresClaimReads(storage.pool, storage.checkpointer)
+                     if isinstance(storage.checkpointer, InlinePostgresSaver) else None)
             claims = await opened.enter_async_context(PostgresClaims(
-                storage.pool, lease=lease, with_task_saves=True))
+                storage.pool, lease=lease, with_task_saves=True, reads=reads))
             takeover_every = lease / 2
         publisher: EventPublisher | None = None
         relay: CancelRelay | None = None

@@ -35,6 +35,10 @@ statement (``claim_fresh``): no client can name it before the turn's first save 
 that save inserts the row, in the transaction that stores the task; when that save is the one
 that ends the turn (a blocking ``message/send``), the row is never written at all.
 
+A turn's claim may bring reads along (``acquire_for`` with ``reads``, the task store's
+``stores/pg_claim_reads.py``): its statement then goes in the same connection checkout as the
+reads of the context's latest task and thread checkpoint that the turn makes next.
+
 A renewal that finds a held claim's row gone or owned by another (its lease ran out, say during
 a long database outage, and another process took the context) drops the claim, logs a warning
 and tells ``on_lost``: the turn running under it no longer owns its context.
@@ -46,7 +50,7 @@ import asyncio
 import logging
 import re
 import uuid
-from collections.abc import Callable, Collection
+from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,7 +61,7 @@ from ..core.background import stop_task
 from ..runtime.claims import Claim, ClaimTaken
 from ..stores.turn_writes import ClaimRow, TurnWrites
 
-__all__ = ["LostClaim", "PostgresClaims"]
+__all__ = ["ClaimReads", "LostClaim", "PostgresClaims"]
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +69,9 @@ _NAME = re.compile(r"^[a-z_][a-z0-9_]*$")
 
 #: told of a held claim that a renewal found gone or owned by another process
 LostClaim = Callable[[Claim], None]
+#: runs the claim's statement (its SQL and parameters) with the reads of the turn whose unit
+#: it is given, and returns the statement's rows (``stores/pg_claim_reads.py``)
+ClaimReads = Callable[[str, tuple[Any, ...], TurnWrites], Awaitable[list[tuple[Any, ...]]]]
 
 
 @dataclass(eq=False)
@@ -101,7 +108,7 @@ class PostgresClaims:
     def __init__(
         self, pool: AsyncConnectionPool[Any], *, lease: float = 30.0,
         table: str = "llamon_claims", on_lost: LostClaim | None = None,
-        with_task_saves: bool = False,
+        with_task_saves: bool = False, reads: ClaimReads | None = None,
     ) -> None:
         if not _NAME.match(table):
             raise ValueError(f"not a plain table name: {table!r}")
@@ -113,6 +120,7 @@ class PostgresClaims:
         self._on_lost = on_lost
         #: the task store writes to the same database (``release_with``)
         self._with_task_saves = with_task_saves
+        self._reads = reads
         self._held: dict[str, _HeldClaim] = {}  # owner token -> claim
         self._heartbeat: asyncio.Task[None] | None = None
         self._cleanups: set[asyncio.Task[None]] = set()
@@ -152,21 +160,30 @@ class PostgresClaims:
     # ------------------------------------------------------------------ ContextClaims
 
     async def acquire(self, key: str, task_id: str | None = None) -> Claim:
+        return await self._acquire(key, task_id, None)
+
+    async def acquire_for(self, key: str, task_id: str | None, writes: TurnWrites) -> Claim:
+        """``acquire``, with the turn's reads in the same checkout when this has ``reads``."""
+        if self._reads is None:
+            return await self.acquire(key, task_id)
+        return await self._acquire(key, task_id, writes)
+
+    async def _acquire(self, key: str, task_id: str | None, writes: TurnWrites | None) -> Claim:
         if self._heartbeat is None:
             raise RuntimeError("the claims are not running (use them as an async context)")
         owner = uuid.uuid4().hex
         t = self._table
         for _ in range(3):  # the holder may release between the insert and the read
+            sql = (f"INSERT INTO {t} (key, owner, task_id, expires_at) "
+                   "VALUES (%s, %s, %s, now() + make_interval(secs => %s)) "
+                   "ON CONFLICT (key) DO UPDATE SET owner = EXCLUDED.owner, "
+                   "task_id = EXCLUDED.task_id, "
+                   f"expires_at = EXCLUDED.expires_at WHERE {t}.expires_at < now() "
+                   "RETURNING owner")
+            params = (key, owner, task_id, self._lease)
             try:
-                taken = await self._rows(
-                    f"INSERT INTO {t} (key, owner, task_id, expires_at) "
-                    "VALUES (%s, %s, %s, now() + make_interval(secs => %s)) "
-                    "ON CONFLICT (key) DO UPDATE SET owner = EXCLUDED.owner, "
-                    "task_id = EXCLUDED.task_id, "
-                    f"expires_at = EXCLUDED.expires_at WHERE {t}.expires_at < now() "
-                    "RETURNING owner",
-                    (key, owner, task_id, self._lease),
-                )
+                taken = await (self._rows(sql, params) if writes is None or self._reads is None
+                               else self._reads(sql, params, writes))
             except BaseException:
                 # cancelled (or failed) after the row may have committed: nobody would renew
                 # it, and the context would stay busy for a whole lease

@@ -69,6 +69,13 @@ class ContextClaims(Protocol):
         instead of after it."""
         ...
 
+    async def acquire_for(self, key: str, task_id: str | None, writes: TurnWrites) -> Claim:
+        """``acquire`` for the turn whose unit is ``writes``. Where the claims live in the task
+        store's database, the reads the turn makes next may come in the same round trip: the
+        context's latest task (``writes.latest``) and its thread's checkpoint
+        (``writes.checkpoint``; ``stores/turn_writes.py``); elsewhere, ``acquire``."""
+        ...
+
     async def release(self, claim: Claim) -> None:
         """Give the claim back (a claim already released, or replaced, is left alone)."""
         ...
@@ -106,6 +113,9 @@ class LocalClaims:
             raise ClaimTaken(holder.task_id)
         claim = self._held[key] = Claim(key, task_id)
         return claim
+
+    async def acquire_for(self, key: str, task_id: str | None, writes: TurnWrites) -> Claim:
+        return await self.acquire(key, task_id)  # reads nothing: nothing to save here
 
     async def release(self, claim: Claim) -> None:
         if self._held.get(claim.key) is claim:

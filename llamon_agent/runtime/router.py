@@ -32,6 +32,7 @@ from ..errors import (
     UnsupportedOperationError,
 )
 from ..stores.base import StoredTask, TaskStore
+from ..stores.turn_writes import UNREAD, Unread
 from ..tool_review import catalog
 from . import messages
 from .answers import answered_by, bound_interrupt, carries_decisions, graph_input
@@ -142,16 +143,19 @@ class Router:
 
     async def plan(
         self, request: Request, context_id: str, *, new_task_id: str | None = None,
-        fresh: bool = False,
+        fresh: bool = False, latest: StoredTask | Unread | None = UNREAD,
     ) -> Plan:
         """Called with the context claimed, so the tasks it reads cannot change meanwhile.
         ``new_task_id``: the id of the task the message starts, if it starts one (drawn by
         the caller before it took the claim, so that the claim names it from the start).
         ``fresh``: the context was drawn for this message (``Located.fresh``): no task of it
-        can be stored, so none is read."""
+        can be stored, so none is read. ``latest``: the context's latest task, when it was read
+        with the claim (``ContextClaims.acquire_for``)."""
         message, hint = request.message, request.agent_hint
-        latest = None if fresh else await self._store.latest_in_context(
-            context_key(request.space, context_id))
+        if fresh:
+            latest = None
+        elif latest is UNREAD:
+            latest = await self._store.latest_in_context(context_key(request.space, context_id))
         target = await self._target(message, latest, request.space)  # a named task first
         owner = latest.agent_id if latest is not None else None
         if hint is not None and owner is not None and hint != owner:

@@ -276,7 +276,7 @@ class TaskManager:
         writes = TurnWrites(key)
         try:
             claim = await (self._claims.claim_fresh(key, task_id, writes) if located.fresh
-                           else self._claims.acquire(key, task_id=task_id))
+                           else self._claims.acquire_for(key, task_id, writes))
         except ClaimTaken as taken:  # told with the client's own context id, never the key
             if located.unread:  # a wrong task id is told as such, busy or not
                 await self._router.check_named(request)
@@ -285,7 +285,7 @@ class TaskManager:
                                      located.context_id, taken) from None
         try:
             plan = await self._router.plan(request, located.context_id, new_task_id=task_id,
-                                           fresh=located.fresh)
+                                           fresh=located.fresh, latest=writes.latest)
             writes.thread_empty = plan.thread_empty
             if request.expiring is not None:
                 mark_expired(plan.record, request.expiring)

@@ -25,6 +25,12 @@ save sends them in its transaction. ``_cursor`` is the saver's private method (t
 last use of its internals here, under the same cap): overriding it keeps LangGraph's SQL and
 parameters LangGraph's own instead of a copy of ``aput``. Reads never go through a recording
 cursor.
+
+Read with the claim (``turn_writes.py``, ``pg_claim_reads.py``): ``read_on`` runs
+``aget_tuple``, LangGraph's query and decoding unchanged, on a connection the caller has checked
+out already (``_cursor`` gives a cursor on it, as LangGraph's own would on a pooled connection,
+without the saver's lock, which guards a single shared connection and not a pool's). The
+run's first ``aget_tuple`` of the thread's root checkpoint then takes what it read.
 """
 
 from __future__ import annotations
@@ -42,10 +48,13 @@ from langgraph.checkpoint.base import (
     Checkpoint,
     CheckpointMetadata,
     CheckpointTuple,
+    get_checkpoint_id,
 )
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+from psycopg import AsyncConnection
+from psycopg.rows import dict_row
 
-from .turn_writes import HeldStatement, TurnWrites, held_for
+from .turn_writes import CheckpointReadAhead, HeldStatement, TurnWrites, held_for
 
 __all__ = ["InlinePostgresSaver"]
 
@@ -54,6 +63,9 @@ _T = TypeVar("_T")
 
 #: the held unit an ``aput`` or ``aput_writes`` of this task records into
 _recording: ContextVar[TurnWrites | None] = ContextVar("llamon_recording", default=None)
+#: the connection a ``read_on`` of this task reads on
+_reading_on: ContextVar[AsyncConnection[Any] | None] = ContextVar("llamon_reading_on",
+                                                                   default=None)
 
 
 class _RecordingCursor:
@@ -81,10 +93,35 @@ class InlinePostgresSaver(AsyncPostgresSaver):
     turn may hold for its end save (module docstring)."""
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        ahead = self._read_ahead(config)
+        if ahead is not None:
+            return ahead.found
         writes = _turn_writes(config)
         if writes is not None and writes.thread_empty:
             return None  # no task of the context is stored, so no checkpoint either
         return await super().aget_tuple(config)
+
+    def _read_ahead(self, config: RunnableConfig) -> CheckpointReadAhead | None:
+        """What this saver read with the claim, once, for the root checkpoint of the unit's
+        own thread; later reads (the run's own writes may have moved it) query again."""
+        configurable = config.get("configurable", {})
+        writes = held_for(configurable.get("thread_id"))
+        if writes is None or writes.checkpoint is None or writes.checkpoint.saver is not self:
+            return None
+        if configurable.get("checkpoint_ns", "") != "" or get_checkpoint_id(config):
+            return None
+        ahead, writes.checkpoint = writes.checkpoint, None
+        return ahead
+
+    async def read_on(self, conn: AsyncConnection[Any], thread_id: str) -> CheckpointReadAhead:
+        """The thread's latest root checkpoint, read on ``conn`` (module docstring)."""
+        token = _reading_on.set(conn)
+        try:
+            found = await super().aget_tuple({"configurable": {"thread_id": thread_id,
+                                                               "checkpoint_ns": ""}})
+        finally:
+            _reading_on.reset(token)
+        return CheckpointReadAhead(self, found)
 
     async def aput(
         self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
@@ -108,6 +145,11 @@ class InlinePostgresSaver(AsyncPostgresSaver):
 
     @asynccontextmanager
     async def _cursor(self, *, pipeline: bool = False) -> AsyncIterator[Any]:
+        conn = _reading_on.get()
+        if conn is not None:  # ``read_on``: one read, on the caller's connection
+            async with conn.cursor(binary=True, row_factory=dict_row) as cursor:
+                yield cursor
+            return
         writes = _recording.get()
         if writes is None:
             async with super()._cursor(pipeline=pipeline) as cursor:

@@ -52,7 +52,8 @@ from .push_postgres import SCHEMA as PUSH_SCHEMA
 from .push_postgres import UNSEEN_AFTER_UPSERT, UnseenConfigs
 from .turn_writes import ClaimRow, HeldStatement, TurnWrites, held_for
 
-__all__ = ["MIGRATIONS", "PostgresTaskStore", "migrate", "open_postgres"]
+__all__ = ["LATEST_IN_CONTEXT", "MIGRATIONS", "PostgresTaskStore", "decode_task_row", "migrate",
+           "open_postgres"]
 
 #: the advisory lock key of schema changes ("llamon" in ASCII): every server takes it at start
 SCHEMA_LOCK = 0x6C6C616D6F6E
@@ -104,6 +105,9 @@ _LOCK_WAIT = 120.0  # a server that cannot take it this long gives up with a cle
 
 _COLUMNS = "task, agent_id, event_seq, pending_interrupt, reask_count, extra, id, context_id"
 _RUNNING = sorted(RUNNING_STATES)
+#: the context's latest task (its one parameter: the context key), as ``decode_task_row`` reads
+LATEST_IN_CONTEXT = (f"SELECT {_COLUMNS} FROM llamon_tasks WHERE context_id = %s"
+                     " ORDER BY created DESC LIMIT 1")
 _ENDED_STATES = sorted(TERMINAL_STATES)
 #: "ended before the cutoff" (its parameters: ``_ENDED_STATES``, then the cutoff); the index
 #: ``llamon_tasks_state (state, updated)`` serves it
@@ -161,8 +165,12 @@ def _claim_deleted_with(table: str, upsert: str) -> str:
         Identifier(table)).as_string(None) + upsert
 
 
-def _decode(row: Sequence[Any]) -> StoredTask:
+def decode_task_row(row: Sequence[Any]) -> StoredTask:
+    """A task row as ``LATEST_IN_CONTEXT`` selects it; ``UnreadableTaskError`` if it is not."""
     return _codec.decode(*row[:6], task_id=row[6])
+
+
+_decode = decode_task_row
 
 
 def _decode_or_unreadable(row: Sequence[Any]) -> StoredTask | UnreadableRow:
@@ -289,11 +297,7 @@ class PostgresTaskStore:
     async def latest_in_context(self, context_key: str) -> StoredTask | None:
         if "\x00" in context_key:  # as in ``get``
             return None
-        rows = await self._rows(
-            f"SELECT {_COLUMNS} FROM llamon_tasks WHERE context_id = %s"
-            " ORDER BY created DESC LIMIT 1",
-            (context_key,),
-        )
+        rows = await self._rows(LATEST_IN_CONTEXT, (context_key,))
         return _decode(rows[0]) if rows else None
 
     async def list_tasks(

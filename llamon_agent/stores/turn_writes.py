@@ -29,17 +29,47 @@ them in tasks that copy the context) without passing through the graph. A child 
 from a parent's node copies the parent's context too: every turn enters its own unit
 (``holding``) where it saves and runs, and a unit answers only for its own thread (the context
 key).
+
+Reads taken with the claim (PostgreSQL): the claim's statement, the context's latest task and,
+when there is one, its thread's checkpoint are read in one connection checkout
+(``stores/pg_claim_reads.py``) instead of three, and kept here: ``latest`` for the plan,
+``checkpoint`` for the run's first ``aget_tuple`` on the thread (``pg_saver.py``). Both are as
+current as a read after the claim: nothing else writes a claimed context's tasks or thread.
 """
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
-__all__ = ["ClaimRow", "HeldStatement", "TurnWrites", "held_for", "holding"]
+from .base import StoredTask
+
+__all__ = [
+    "UNREAD", "CheckpointReadAhead", "ClaimRow", "HeldStatement", "TurnWrites", "Unread",
+    "held_for", "holding",
+]
+
+
+class Unread(enum.Enum):
+    """Not read with the claim: whoever needs it reads it as before."""
+
+    UNREAD = "unread"
+
+
+UNREAD: Final = Unread.UNREAD
+
+
+@dataclass(frozen=True)
+class CheckpointReadAhead:
+    """The thread's latest checkpoint (``None``: none) as ``saver`` read it with the claim;
+    only that saver's first read of the thread's root checkpoint takes it."""
+
+    saver: object
+    found: Any
 
 
 @dataclass(frozen=True)
@@ -84,6 +114,10 @@ class TurnWrites:
     releasing: bool = False
     #: set once a save committed ``release``: the claim is back, nothing more to delete
     released: bool = False
+    #: the context's latest task (``None``: it has none), read with the claim
+    latest: StoredTask | Unread | None = UNREAD
+    #: its thread's checkpoint, read with the claim; taken by the first read of the run
+    checkpoint: CheckpointReadAhead | None = None
 
     @property
     def claim_to_insert(self) -> ClaimRow | None:

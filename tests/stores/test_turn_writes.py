@@ -138,12 +138,15 @@ async def test_a_hitl_round_trip_commits_each_turn_s_end_once(
             answered = await client.send("여권", context_id="c1", task_id=asked["id"])
             assert state_of(answered) == "input-required"  # the next question
             counted.on = False
-    assert counted.alone == ["INSERT llamon_claims"] * 2  # each turn's claim, taken at once
-    # one per turn: its checkpoint first (the answer's has no new blob), then the task's upsert,
-    # which deletes the claim's row in the same statement
+    assert counted.alone == []
+    # each turn's claim commits at once, in the pipeline that reads the context's latest task
+    # (``stores/pg_claim_reads.py``); then one commit per turn's end: its checkpoint first (the
+    # answer's has no new blob), then the task's upsert, which deletes the claim's row in the
+    # same statement
+    claim = ["INSERT llamon_claims"]
     end = ["INSERT checkpoints", "INSERT checkpoint_writes", "DELETE llamon_claims",
            "INSERT llamon_tasks"]
-    assert counted.transactions == [["INSERT checkpoint_blobs", *end], end]
+    assert counted.transactions == [claim, ["INSERT checkpoint_blobs", *end], claim, end]
     assert await rows(postgres_url, "SELECT count(*) FROM llamon_claims") == [(0,)]
 
 
