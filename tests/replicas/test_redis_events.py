@@ -24,6 +24,7 @@ import pytest
 from llamon_agent import Agent
 from llamon_agent.a2a.types import Task, TaskStatusUpdateEvent
 from llamon_agent.backends.redis_events import RedisPublisher
+from llamon_agent.backends.redis_stream import CLOSE, decode
 from llamon_agent.errors import TaskNotFoundError
 from llamon_agent.runtime.events import Event
 from llamon_agent.runtime.messages import status
@@ -401,7 +402,8 @@ async def stream_entries(prefix: str, task_id: str) -> list[tuple[int, bool]]:
         raw: Any = await client.xrange(f"{prefix}{task_id}", "-", "+")
     finally:
         await client.aclose()
-    return [(int(f[b"seq"]), f.get(b"final") == b"1") for _, f in raw if f.get(b"data")]
+    entries = [decode(raw_id, fields) for raw_id, fields in raw]
+    return [(e.seq, e.final) for e in entries if e.kind != CLOSE]
 
 
 async def test_events_before_the_end_wait_for_it_or_the_relay_delay(redis_prefix: str) -> None:
