@@ -7,7 +7,9 @@ Serves ``bench.agents:AGENTS`` in process on a fresh PostgreSQL database (``benc
 does a few warm-up round trips (send -> input-required -> answer -> completed, as
 ``bench/hitl_client.py``), then counts every statement psycopg executes during
 ``--round-trips`` more: per round trip, by kind (the statement's first words and table), and
-the transactions they ran in. A count, not a timing: the machine may be busy.
+the transactions they ran in, and how many connections the pool handed out for them (each a
+``getconn``/``putconn`` pair and at least one wait for PostgreSQL's answer). A count, not a
+timing: the machine may be busy.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ class Counted:
         self.on = False
         self.kinds: Counter[str] = Counter()
         self.total = 0
+        self.checkouts = 0
 
     def note(self, query: Any) -> None:
         if not self.on:
@@ -55,7 +58,17 @@ class Counted:
 
 def _patch(counted: Counted) -> None:
     """Count at psycopg's lowest async entry points: a cursor's execute and executemany,
-    the pipeline's too, whoever calls them (our stores, LangGraph's saver, the claims)."""
+    the pipeline's too, whoever calls them (our stores, LangGraph's saver, the claims); and
+    every connection the pool hands out."""
+    import psycopg_pool
+
+    getconn = psycopg_pool.AsyncConnectionPool.getconn
+
+    async def counted_getconn(self: Any, *args: Any, **kwargs: Any) -> Any:
+        counted.checkouts += counted.on
+        return await getconn(self, *args, **kwargs)
+
+    psycopg_pool.AsyncConnectionPool.getconn = counted_getconn  # type: ignore[method-assign]
     for cls in (psycopg.AsyncCursor, psycopg.AsyncServerCursor):
         for name in ("execute", "executemany"):
             original = getattr(cls, name)
@@ -136,6 +149,7 @@ async def main() -> None:
     per = counted.total / args.round_trips
     what = "HITL round trip" if args.scenario == "hitl" else f"{args.scenario} request"
     print(f"statements per {what}: {per:.2f} ({counted.total} in {args.round_trips})")
+    print(f"pool checkouts per {what}: {counted.checkouts / args.round_trips:.2f}")
     for kind, count in counted.kinds.most_common():
         if args.show or count >= args.round_trips:
             print(f"  {count / args.round_trips:5.2f}  {kind}")
