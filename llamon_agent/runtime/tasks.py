@@ -289,7 +289,9 @@ class TaskManager:
             writes.thread_empty = plan.thread_empty
             if request.expiring is not None:
                 mark_expired(plan.record, request.expiring)
-            await check_task_bytes(plan.record, self._limits, self._storage.checkpointer)
+            # a context drawn for this message has no graph state to measure: none can exist
+            await check_task_bytes(plan.record, self._limits,
+                                   None if located.fresh else self._storage.checkpointer)
             remember_reviews(plan.record, request.added_reviews)
             if request.push_config is not None and self.push is not None:
                 # before the turn runs: its first change is told

@@ -359,3 +359,28 @@ def test_a_finished_event_log_keeps_its_events_as_wire_json_and_replays_them_exa
     assert [seq for seq, _ in replayed] == [1, 2, 3, 4, 5, 6]
     assert [(type(p), p.to_json()) for _, p in replayed] == [
         (type(p), p.to_json()) for p in published]  # the wire form: what every reader uses
+
+
+async def test_a_context_drawn_for_a_message_is_not_measured(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A message that names no context gets one drawn for it, which has no graph state: its
+    size is not read (before: one ``SELECT length(checkpoint)`` per such message). A context
+    the client names is measured, whether or not it has state."""
+    from llamon_agent.stores.sqlite import InlineSqliteSaver
+
+    measured: list[str] = []
+    thread_bytes = InlineSqliteSaver.thread_bytes
+
+    def counted(self: InlineSqliteSaver, thread_id: str) -> int:
+        measured.append(thread_id)
+        return thread_bytes(self, thread_id)
+
+    monkeypatch.setattr(InlineSqliteSaver, "thread_bytes", counted)
+    async with serve([notes_agent()], db=str(tmp_path / "drawn.sqlite3"), limits=LIMITS) as client:
+        drawn = await client.send("take notes")
+        assert state_of(drawn) == "input-required"
+        assert measured == []
+        named = await client.send("take notes", context_id="mine")
+        assert state_of(named) == "input-required"
+        assert measured == ["mine"]
