@@ -173,14 +173,14 @@ class PostgresClaims:
             raise RuntimeError("the claims are not running (use them as an async context)")
         owner = uuid.uuid4().hex
         t = self._table
+        sql = (f"INSERT INTO {t} (key, owner, task_id, expires_at) "
+               "VALUES (%s, %s, %s, now() + make_interval(secs => %s)) "
+               "ON CONFLICT (key) DO UPDATE SET owner = EXCLUDED.owner, "
+               "task_id = EXCLUDED.task_id, "
+               f"expires_at = EXCLUDED.expires_at WHERE {t}.expires_at < now() "
+               "RETURNING owner")
+        params = (key, owner, task_id, self._lease)
         for _ in range(3):  # the holder may release between the insert and the read
-            sql = (f"INSERT INTO {t} (key, owner, task_id, expires_at) "
-                   "VALUES (%s, %s, %s, now() + make_interval(secs => %s)) "
-                   "ON CONFLICT (key) DO UPDATE SET owner = EXCLUDED.owner, "
-                   "task_id = EXCLUDED.task_id, "
-                   f"expires_at = EXCLUDED.expires_at WHERE {t}.expires_at < now() "
-                   "RETURNING owner")
-            params = (key, owner, task_id, self._lease)
             try:
                 taken = await (self._rows(sql, params) if writes is None or self._reads is None
                                else self._reads(sql, params, writes))

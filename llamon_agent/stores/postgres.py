@@ -170,12 +170,10 @@ def decode_task_row(row: Sequence[Any]) -> StoredTask:
     return _codec.decode(*row[:6], task_id=row[6])
 
 
-_decode = decode_task_row
-
 
 def _decode_or_unreadable(row: Sequence[Any]) -> StoredTask | UnreadableRow:
     try:
-        return _decode(row)
+        return decode_task_row(row)
     except UnreadableTaskError as exc:
         return UnreadableRow(row[6], row[7], row[1], row[2], exc.detail)
 
@@ -197,7 +195,7 @@ class PostgresTaskStore:
         if "\x00" in task_id:  # no text column holds NUL: unknown, as on SQLite (no DataError)
             return None
         rows = await self._rows(f"SELECT {_COLUMNS} FROM llamon_tasks WHERE id = %s", (task_id,))
-        return _decode(rows[0]) if rows else None
+        return decode_task_row(rows[0]) if rows else None
 
     async def save(self, record: StoredTask) -> None:
         """One upsert; inside a turn that holds its writes (``turn_writes.py``), in one
@@ -298,7 +296,7 @@ class PostgresTaskStore:
         if "\x00" in context_key:  # as in ``get``
             return None
         rows = await self._rows(LATEST_IN_CONTEXT, (context_key,))
-        return _decode(rows[0]) if rows else None
+        return decode_task_row(rows[0]) if rows else None
 
     async def list_tasks(
         self, query: TaskQuery, limit: int, after: TaskCursor | None = None
@@ -324,7 +322,7 @@ class PostgresTaskStore:
                 (*page_params, limit + 1),
             )
             rows = await cur.fetchall()
-        found = [listed_task(partial(_decode, row), row[6], float(row[8]))
+        found = [listed_task(partial(decode_task_row, row), row[6], float(row[8]))
                  for row in rows[:limit]]
         last = rows[limit - 1] if len(rows) > limit else None
         return TaskPage(
