@@ -36,7 +36,7 @@ from ..errors import TaskNotCancelableError, TaskNotFoundError
 from ..push.service import PushNotifications
 from ..stores.base import Expiry, StoredTask, TaskCursor, TaskPage, TaskQuery
 from ..stores.storage import Storage
-from ..stores.turn_writes import TurnWrites
+from ..stores.turn_writes import TurnWrites, commits_held_writes
 from ..tool_review import catalog
 from .cancel_relay import CancelRelay, LocalCancelRelay
 from .child_cancel import cancel_children
@@ -126,6 +126,7 @@ class TaskManager:
         self._worker = TurnWorker(
             self._publisher, self._claims, self._live, shutdown_grace=shutdown_grace,
             on_parked=lambda record: self._resumer.apply_decided(record), observer=observer,
+            hold_checkpoints=commits_held_writes(self._store, storage.checkpointer),
         )
         self._resumer = Resumer(self._claims, self._publisher, self._worker, decisions,
                                 self._recovery)

@@ -55,9 +55,12 @@ class TurnWorker:
     def __init__(
         self, publisher: EventPublisher, claims: ContextClaims, live: LiveTurns, *,
         shutdown_grace: float = 10.0, on_parked: Parked | None = None,
-        observer: TaskObserver = NO_OBSERVER,
+        observer: TaskObserver = NO_OBSERVER, hold_checkpoints: bool = False,
     ) -> None:
         self._observer = observer
+        #: the task store commits the checkpointer's held writes with its rows
+        #: (``stores/turn_writes.py``); otherwise a held write would never be stored
+        self._hold_checkpoints = hold_checkpoints
         self._publisher = publisher
         self._claims = claims
         self._live = live
@@ -90,7 +93,7 @@ class TurnWorker:
         writes = turn.writes = turn.writes or TurnWrites(turn.record.context_key)
         # LangGraph writes at the run's exit only with "exit": then its writes can wait for
         # the end's save; an agent asking for "sync" or "async" wants each step stored at once
-        writes.checkpoints = turn.served.agent.durability == "exit"
+        writes.checkpoints = self._hold_checkpoints and turn.served.agent.durability == "exit"
         self._live.add(turn)
         try:
             # stored first when a client may see the task before the turn ends, when the turn

@@ -54,7 +54,13 @@ from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from psycopg import AsyncConnection
 from psycopg.rows import dict_row
 
-from .turn_writes import CheckpointReadAhead, HeldStatement, TurnWrites, held_for
+from .turn_writes import (
+    CheckpointReadAhead,
+    HeldStatement,
+    TurnWrites,
+    checkpoints_held_for,
+    held_for,
+)
 
 __all__ = ["InlinePostgresSaver"]
 
@@ -84,8 +90,7 @@ class _RecordingCursor:
 
 def _turn_writes(config: RunnableConfig) -> TurnWrites | None:
     """The current turn's unit for the config's thread, when it holds its checkpoints."""
-    writes = held_for(config.get("configurable", {}).get("thread_id"))
-    return writes if writes is not None and writes.checkpoints else None
+    return checkpoints_held_for(config.get("configurable", {}).get("thread_id"))
 
 
 class InlinePostgresSaver(AsyncPostgresSaver):

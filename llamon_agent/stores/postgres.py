@@ -186,6 +186,10 @@ class PostgresTaskStore:
         #: what each notified save found of the task's push configs, for the push store
         self.unseen_push = UnseenConfigs()
 
+    def commits_held_writes_of(self, checkpointer: object) -> bool:
+        """Its saves send what an ``InlinePostgresSaver`` on the same pool held."""
+        return isinstance(checkpointer, InlinePostgresSaver) and checkpointer.conn is self._pool
+
     async def _rows(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         async with self._pool.connection() as conn, conn.cursor(row_factory=tuple_row) as cur:
             await cur.execute(sql, params)

@@ -45,6 +45,7 @@ from .base import (
     listing_condition,
 )
 from .offload import LARGE_BYTES, Offload
+from .turn_writes import HeldStatement, checkpoints_held_for, held_for
 
 __all__ = ["InlineSqliteSaver", "SQLiteTaskStore", "connect"]
 
@@ -216,20 +217,38 @@ class SQLiteTaskStore:
         ).fetchone()
         return None if row is None else await _decoded(row)
 
+    def commits_held_writes_of(self, checkpointer: object) -> bool:
+        """Its saves commit what an ``InlineSqliteSaver`` on the same connection held."""
+        return isinstance(checkpointer, InlineSqliteSaver) and checkpointer.conn is self._conn
+
     async def save(self, record: StoredTask) -> None:
+        """One upsert; inside a turn that holds its checkpoint writes (``turn_writes.py``), in
+        one transaction after them: one commit for the turn's end instead of one per write,
+        and a checkpoint is never stored without the task row that says what it answered."""
         self._created += 1
         task, extra = _codec.encode_task(record), _codec.encode_extra(record)
-        row = (record.id, record.context_key, record.agent_id, record.state, record.event_seq,
-               record.pending_interrupt, record.reask_count, task, extra, self._created,
-               record.space, time.time(), record.expires_at)
-        offload = self._offload
-        if offload is not None and offload.is_large(len(task) + len(extra)):
-            await offload.write(lambda conn: conn.execute(_UPSERT_TASK, row))
-            return
-        if offload is not None:
-            await offload.idle()
-        with self._conn:
-            self._conn.execute(_UPSERT_TASK, row)
+        statements = [HeldStatement(_UPSERT_TASK, (
+            record.id, record.context_key, record.agent_id, record.state, record.event_seq,
+            record.pending_interrupt, record.reask_count, task, extra, self._created,
+            record.space, time.time(), record.expires_at), size=len(task) + len(extra))]
+        held = held_for(record.context_key)
+        if held is not None and held.statements:
+            statements[:0], held.statements = held.statements, []
+        try:
+            offload = self._offload
+            if offload is not None and offload.is_large(sum(s.size for s in statements)):
+                await offload.write(partial(_execute, statements))
+                return
+            if offload is not None:
+                await offload.idle()
+            with self._conn:
+                _execute(statements, self._conn)
+        except BaseException:
+            # rolled back, so a later save sends them (a large write whose caller was
+            # cancelled still commits: sending its statements again rewrites the same rows)
+            if held is not None:
+                held.statements[:0] = statements[:-1]
+            raise
 
     async def latest_in_context(self, context_key: str) -> StoredTask | None:
         row = self._conn.execute(
@@ -439,7 +458,7 @@ class InlineSqliteSaver(SqliteSaver):
     ) -> RunnableConfig:
         row, prune, saved = self._checkpoint_rows(config, checkpoint, metadata)
         with self.cursor() as cur:
-            _store_checkpoint(cur, row, prune)
+            _execute(_checkpoint_statements(row, prune), cur)
         return saved
 
     async def aput(
@@ -450,14 +469,19 @@ class InlineSqliteSaver(SqliteSaver):
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
         row, prune, saved = self._checkpoint_rows(config, checkpoint, metadata)
+        statements = _checkpoint_statements(row, prune)
+        held = checkpoints_held_for(row[0])
+        if held is not None:  # committed by the turn's end save (``turn_writes.py``)
+            held.statements.extend(statements)
+            return saved
         offload = self._offload
         if offload is not None and offload.is_large(len(row[5])):
-            await offload.write(lambda conn: _store_checkpoint(conn.cursor(), row, prune))
+            await offload.write(partial(_execute, statements))
             return saved
         if offload is not None:
             await offload.idle()
         with self.cursor() as cur:
-            _store_checkpoint(cur, row, prune)
+            _execute(statements, cur)
         return saved
 
     def _write_rows(
@@ -493,8 +517,13 @@ class InlineSqliteSaver(SqliteSaver):
         task_path: str = "",
     ) -> None:
         query, rows = self._write_rows(config, writes, task_id, task_path)
+        size = sum(len(row[8]) for row in rows)
+        held = checkpoints_held_for(rows[0][0] if rows else None)
+        if held is not None:  # committed by the turn's end save (``turn_writes.py``)
+            held.statements.append(HeldStatement(query, rows, many=True, size=size))
+            return
         offload = self._offload
-        if offload is not None and offload.is_large(sum(len(r[8]) for r in rows)):
+        if offload is not None and offload.is_large(size):
             await offload.write(lambda conn: conn.executemany(query, rows))
             return
         if offload is not None:
@@ -517,6 +546,9 @@ class InlineSqliteSaver(SqliteSaver):
         return int(row[0]) if row is not None else 0
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        held = checkpoints_held_for(config.get("configurable", {}).get("thread_id"))
+        if held is not None and held.thread_empty:
+            return None  # no task of the context is stored, so no checkpoint either
         return self.get_tuple(config)
 
     async def alist(
@@ -534,11 +566,21 @@ class InlineSqliteSaver(SqliteSaver):
         return self.get_delta_channel_history(config=config, channels=channels)
 
 
-def _store_checkpoint(
-    cur: sqlite3.Cursor, row: tuple[Any, ...], prune: tuple[str, str, str] | None
-) -> None:
+def _checkpoint_statements(
+    row: tuple[Any, ...], prune: tuple[str, str, str] | None
+) -> list[HeldStatement]:
     """The new checkpoint first: a thread never lacks its latest one, whatever happens."""
-    cur.execute(_INSERT_CHECKPOINT, row)
-    if prune is not None:
-        cur.execute(_PRUNE_CHECKPOINTS, prune)
-        cur.execute(_PRUNE_WRITES, prune)
+    if prune is None:
+        return [HeldStatement(_INSERT_CHECKPOINT, row, size=len(row[5]))]
+    return [HeldStatement(_INSERT_CHECKPOINT, row, size=len(row[5])),
+            HeldStatement(_PRUNE_CHECKPOINTS, prune), HeldStatement(_PRUNE_WRITES, prune)]
+
+
+def _execute(statements: Sequence[HeldStatement], on: sqlite3.Connection | sqlite3.Cursor) -> None:
+    """``statements`` in order, in the caller's transaction."""
+    for statement in statements:
+        if statement.many:
+            on.executemany(statement.sql, statement.params)
+        else:
+            on.execute(statement.sql, statement.params)
+

@@ -44,13 +44,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, Protocol, runtime_checkable
 
 from .base import StoredTask
 
 __all__ = [
     "UNREAD", "CheckpointReadAhead", "ClaimRow", "HeldStatement", "TurnWrites", "Unread",
-    "held_for", "holding",
+    "checkpoints_held_for", "commits_held_writes", "held_for", "holding",
 ]
 
 
@@ -79,6 +79,8 @@ class HeldStatement:
     sql: Any  # a string or a ``psycopg.sql.Composable``, as the saver wrote it
     params: Any
     many: bool = False  # ``executemany`` with a sequence of parameter tuples
+    #: bytes of the blobs it writes, where the store decides by size where it runs (SQLite)
+    size: int = 0
 
 
 @dataclass(frozen=True)
@@ -159,3 +161,24 @@ def held_for(thread_id: Any) -> TurnWrites | None:
     if writes is None or writes.thread_id != thread_id:
         return None
     return writes
+
+
+def checkpoints_held_for(thread_id: Any) -> TurnWrites | None:
+    """The current turn's unit when it holds the checkpoint writes of ``thread_id``."""
+    writes = held_for(thread_id)
+    return writes if writes is not None and writes.checkpoints else None
+
+
+@runtime_checkable
+class CommitsHeldWrites(Protocol):
+    """A task store whose ``save`` commits the held checkpoint writes of its turn's unit."""
+
+    def commits_held_writes_of(self, checkpointer: object) -> bool:
+        """Whether ``checkpointer`` records its writes into the units this store commits."""
+        ...
+
+
+def commits_held_writes(tasks: object, checkpointer: object) -> bool:
+    """Whether turns may hold ``checkpointer``'s writes for ``tasks``' saves: only a pair made
+    for each other, so that a held write never waits for a save that would drop it."""
+    return isinstance(tasks, CommitsHeldWrites) and tasks.commits_held_writes_of(checkpointer)

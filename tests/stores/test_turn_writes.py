@@ -528,3 +528,27 @@ async def test_a_renewal_finding_the_row_gone_before_the_save_returns_keeps_the_
                 await saving
             assert lost == [] and held.released
             await claims.release(claim)
+
+
+async def test_a_store_that_is_not_the_saver_s_partner_gets_no_held_writes(
+    postgres_url: str,
+) -> None:
+    """``create_app(task_store=..., checkpointer=...)`` may pair any two. Before, a turn held
+    the writes of this pool's saver for an in-memory store that never sent them: the question
+    was asked, no checkpoint was stored, and the answer started the graph over."""
+    from llamon_agent.stores.memory import InMemoryTaskStore
+    from llamon_agent.stores.turn_writes import commits_held_writes
+
+    async with open_storage(postgres_url) as storage:
+        tasks = InMemoryTaskStore()
+        assert commits_held_writes(tasks, storage.checkpointer) is False
+        assert commits_held_writes(storage.tasks, storage.checkpointer) is True
+        async with serve([doc_agent()], task_store=tasks,
+                         checkpointer=storage.checkpointer) as client:
+            asked = await client.send("이 서류를 검증해줘", context_id="c1",
+                                      agent_id="document-review")
+            assert await _checkpoints(postgres_url, "c1") >= 1
+            answered = await client.send("여권", context_id="c1")
+    assert state_of(asked) == state_of(answered) == "input-required"
+    assert answered["id"] == asked["id"]
+    assert answered["status"]["message"]["parts"] != asked["status"]["message"]["parts"]
