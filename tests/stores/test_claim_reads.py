@@ -19,7 +19,7 @@ from llamon_agent.stores.turn_writes import TurnWrites, holding
 from tests.conftest import serve
 from tests.replicas.pg import rows
 from tests.runtime.helpers import doc_agent, state_of
-from tests.stores.test_pg_saver import ask_graph
+from tests.stores.ask_graph import ask_graph
 from tests.stores.test_turn_writes import statements_sent
 
 psycopg = pytest.importorskip("psycopg", reason="the postgres extra is not installed")

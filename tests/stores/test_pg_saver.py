@@ -6,34 +6,16 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Any, TypedDict
+from typing import Any
 
 import pytest
-from langgraph.graph import END, START, StateGraph
-from langgraph.types import Command, interrupt
+from langgraph.types import Command
 
 from llamon_agent.stores.storage import open_storage
+from tests.stores.ask_graph import ask_graph
 
 pytest.importorskip("psycopg", reason="the postgres extra is not installed")
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
-
-
-class _State(TypedDict, total=False):
-    answers: list[str]
-
-
-def _ask(state: _State) -> dict[str, Any]:
-    answer = interrupt({"question": "which document?"})
-    return {"answers": [*state.get("answers", []), answer]}
-
-
-def ask_graph(saver: Any) -> Any:
-    """One node that asks, compiled on ``saver`` (tests/stores/test_turn_writes.py uses it too)."""
-    graph = StateGraph(_State)
-    graph.add_node("ask", _ask)
-    graph.add_edge(START, "ask")
-    graph.add_edge("ask", END)
-    return graph.compile(checkpointer=saver)
 
 
 def _threads_used(monkeypatch: pytest.MonkeyPatch) -> list[str]:

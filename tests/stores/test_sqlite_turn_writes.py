@@ -14,11 +14,9 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any
 
 import pytest
-from langgraph.graph import END, START, StateGraph
-from langgraph.types import interrupt
 
 import llamon_agent.stores.storage as storage_module
 from llamon_agent.a2a.types import Task
@@ -29,24 +27,9 @@ from llamon_agent.stores.storage import open_storage
 from llamon_agent.stores.turn_writes import TurnWrites, commits_held_writes, holding
 from tests.conftest import serve
 from tests.runtime.helpers import doc_agent, state_of
+from tests.stores.ask_graph import ask_graph
 
 _WRITE = re.compile(r"^\s*(INSERT(?: OR \w+)? INTO|DELETE FROM|UPDATE)\s+(\w+)", re.I)
-
-
-class _State(TypedDict, total=False):
-    answers: list[str]
-
-
-def _ask(state: _State) -> dict[str, Any]:
-    return {"answers": [*state.get("answers", []), interrupt({"question": "which document?"})]}
-
-
-def _ask_graph(saver: Any) -> Any:
-    graph = StateGraph(_State)
-    graph.add_node("ask", _ask)
-    graph.add_edge(START, "ask")
-    graph.add_edge("ask", END)
-    return graph.compile(checkpointer=saver)
 
 
 @contextmanager
@@ -123,7 +106,7 @@ async def test_held_writes_wait_for_the_save_and_a_failed_save_stores_none_of_th
 ) -> None:
     db = tmp_path / "tasks.db"
     async with open_storage(str(db)) as storage:
-        graph = _ask_graph(storage.checkpointer)
+        graph = ask_graph(storage.checkpointer)
         with holding(TurnWrites("c1")) as held:
             asked = await graph.ainvoke({"answers": []}, {"configurable": {"thread_id": "c1"}},
                                         durability="exit")
@@ -153,7 +136,7 @@ async def test_a_large_save_commits_the_held_writes_in_the_worker_s_transaction(
     db = tmp_path / "tasks.db"
     async with open_storage(str(db)) as storage:
         with holding(TurnWrites("c1")) as held:
-            await _ask_graph(storage.checkpointer).ainvoke(
+            await ask_graph(storage.checkpointer).ainvoke(
                 {"answers": []}, {"configurable": {"thread_id": "c1"}}, durability="exit")
             large = _record("c1", text="서" * 40_000)  # 120,000 bytes: over LARGE_BYTES
             await storage.tasks.save(large)

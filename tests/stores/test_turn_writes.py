@@ -26,7 +26,7 @@ from tests.conftest import serve
 from tests.replicas.helpers import gated_agent
 from tests.replicas.pg import rows, until
 from tests.runtime.helpers import doc_agent, state_of
-from tests.stores.test_pg_saver import ask_graph
+from tests.stores.ask_graph import ask_graph
 
 psycopg = pytest.importorskip("psycopg", reason="the postgres extra is not installed")
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver  # noqa: E402 (needs psycopg)
