@@ -119,6 +119,16 @@ def log_summary(log: Path, root: Path) -> dict[str, Any]:
             "top_lines": lines.most_common(6), "log": str(log.relative_to(root))}
 
 
+def importing_from(tree: Path, env: dict[str, str] | None = None) -> dict[str, str]:
+    """``env`` (default: this process's) with ``tree`` first on ``PYTHONPATH``. A console script
+    (``llamon-agent serve``) imports the package of the venv's editable install wherever it runs;
+    a benchmark started from another checkout (an A/B against an older commit) must serve that
+    checkout's package (bench/README.md, "Speed, round twelve": a run that did not)."""
+    found = dict(os.environ if env is None else env)
+    found["PYTHONPATH"] = os.pathsep.join(filter(None, (str(tree), found.get("PYTHONPATH"))))
+    return found
+
+
 class ServerProcess:
     """One server started from ``argv`` (its output to ``log``), awaited until it serves its
     agent card on ``port``, stopped by its PID: SIGTERM, SIGKILL after 15 s. ``cores``: the cores
@@ -142,7 +152,8 @@ class ServerProcess:
             argv = ["taskset", "-c", self.cores, *argv]
         with self.log.open("wb") as out:
             self.proc = subprocess.Popen(argv, cwd=self.cwd, stdout=out, stderr=subprocess.STDOUT,
-                                         stdin=subprocess.DEVNULL, env=self.env)
+                                         stdin=subprocess.DEVNULL,
+                                         env=importing_from(self.cwd, self.env))
         if not wait_for_card(self.proc, self.port, self.log, self.name, timeout):
             self.stop()
             raise SystemExit(f"{self.name} did not serve its agent card within {timeout:.0f} s")
