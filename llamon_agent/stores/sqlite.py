@@ -414,6 +414,10 @@ class InlineSqliteSaver(SqliteSaver):
     ``keep_history=True`` keeps every checkpoint, as ``SqliteSaver`` does (for
     ``get_state_history`` and time travel).
 
+    Inside a turn that holds its writes (``turn_writes.py``), ``aput`` and ``aput_writes`` on
+    the turn's own thread record their statements in the turn's unit, and the task store's next
+    save commits them with the task's row.
+
     The rows are the ones ``SqliteSaver.put`` and ``put_writes`` write (serialised here so that
     their size decides where they are written); langgraph-checkpoint-sqlite is capped in
     ``pyproject.toml`` for that reason.

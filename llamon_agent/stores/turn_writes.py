@@ -8,6 +8,14 @@ holds its writes (``holding``, the worker's ``start`` and ``_run``) has them rec
 of sent (``pg_saver.InlinePostgresSaver``), and the turn's end save sends them with the task's
 row and the claim's deletion in one transaction and one pipeline (``postgres.py``): one commit
 per turn, and a checkpoint is never stored without the task row that says what it answered.
+On SQLite the same holds (``sqlite.InlineSqliteSaver`` records its rows, ``SQLiteTaskStore.save``
+runs them before the task's upsert in its one transaction): a HITL round trip commits twice
+instead of five times. Claims there are the process's own and cost no statement.
+
+Writes are held only for a task store made for the checkpointer (``commits_held_writes``:
+the storage's own pair, on one connection or one pool); any other pair, as
+``create_app(task_store=..., checkpointer=...)`` may give, stores each write at once, since a
+held write would wait for a save that never sends it.
 
 Only writes that LangGraph itself makes at the run's exit are held (``durability="exit"``, the
 default): an agent asking for ``"sync"`` or ``"async"`` wants each step stored as it ends, so
