@@ -170,7 +170,6 @@ def decode_task_row(row: Sequence[Any]) -> StoredTask:
     return _codec.decode(*row[:6], task_id=row[6])
 
 
-
 def _decode_or_unreadable(row: Sequence[Any]) -> StoredTask | UnreadableRow:
     try:
         return decode_task_row(row)

@@ -522,7 +522,7 @@ class InlineSqliteSaver(SqliteSaver):
     ) -> None:
         query, rows = self._write_rows(config, writes, task_id, task_path)
         size = sum(len(row[8]) for row in rows)
-        held = checkpoints_held_for(rows[0][0] if rows else None)
+        held = checkpoints_held_for(str(config["configurable"]["thread_id"]))
         if held is not None:  # committed by the turn's end save (``turn_writes.py``)
             held.statements.append(HeldStatement(query, rows, many=True, size=size))
             return
@@ -574,10 +574,10 @@ def _checkpoint_statements(
     row: tuple[Any, ...], prune: tuple[str, str, str] | None
 ) -> list[HeldStatement]:
     """The new checkpoint first: a thread never lacks its latest one, whatever happens."""
+    insert = HeldStatement(_INSERT_CHECKPOINT, row, size=len(row[5]))
     if prune is None:
-        return [HeldStatement(_INSERT_CHECKPOINT, row, size=len(row[5]))]
-    return [HeldStatement(_INSERT_CHECKPOINT, row, size=len(row[5])),
-            HeldStatement(_PRUNE_CHECKPOINTS, prune), HeldStatement(_PRUNE_WRITES, prune)]
+        return [insert]
+    return [insert, HeldStatement(_PRUNE_CHECKPOINTS, prune), HeldStatement(_PRUNE_WRITES, prune)]
 
 
 def _execute(statements: Sequence[HeldStatement], on: sqlite3.Connection | sqlite3.Cursor) -> None:
@@ -587,4 +587,3 @@ def _execute(statements: Sequence[HeldStatement], on: sqlite3.Connection | sqlit
             on.executemany(statement.sql, statement.params)
         else:
             on.execute(statement.sql, statement.params)
-
