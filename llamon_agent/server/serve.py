@@ -5,13 +5,10 @@ What plain ``uvicorn.run`` leaves open, and what this module adds:
 * **Bind before startup.** uvicorn runs the app's lifespan startup (which opens the store and
   runs recovery) before it binds, so a second server on a busy port used to rewrite the first
   server's tasks before failing. The socket is bound (and listening) first here.
-* **A timeout on the whole request head and body** (``request_timeout``): uvicorn has none
-  before the first request, and its keep-alive timer only runs between requests, so a client
-  that sends part of a request and stops held its connection for ever. The client is answered
-  408 (if it began a request and nothing was sent yet) and the connection is closed.
-* **Bounded keep-alive** (``keep_alive``, uvicorn's own timer) and **a cap on open
-  connections** (``max_connections``): over the cap a new connection is answered 503 and closed
-  at once, so it holds a file descriptor for one loop iteration.
+* **Bounded connections** (``server/connection.py``, uvicorn's httptools protocol): a timeout
+  on the whole request head and body (``request_timeout``; uvicorn has none before the first
+  request), a bound on each request's head, a cap on open connections (``max_connections``)
+  and ``TCP_NODELAY``; keep-alive is bounded by uvicorn's own timer (``keep_alive``).
 * **Out of file descriptors**: asyncio reports every failed ``accept()`` (EMFILE, ENFILE, ...)
   to the loop's exception handler, which logs a full traceback each time; on Python 3.11 one
   loop wake-up tries up to ``backlog`` accepts, so a flood of clients wrote hundreds of MB of
@@ -53,22 +50,19 @@ import os
 import resource
 import signal
 import socket
-import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
 from multiprocessing.connection import wait
 from multiprocessing.process import BaseProcess
 from types import FrameType
-from typing import Any, ClassVar
+from typing import Any
 
-import h11
-import orjson
 import uvicorn
 from uvicorn.config import STARTUP_FAILURE
-from uvicorn.protocols.http.h11_impl import H11Protocol
 from uvicorn.supervisors import ChangeReload
 
 from ..errors import StorageInUseError
+from .connection import EveryInterval, bounded_protocol
 from .logs import configure_logging, fields
 from .metrics import shared_metrics
 
@@ -98,8 +92,6 @@ DEFAULT_REQUEST_TIMEOUT = 30.0
 DEFAULT_KEEP_ALIVE = 5
 #: open HTTP connections; the process's open-file limit must leave room for them
 DEFAULT_MAX_CONNECTIONS = 1000
-#: seconds between two log lines about the same kind of refused or failed connection
-LOG_INTERVAL = 10.0
 #: descriptors the server needs besides connections (SQLite, WAL, logs, listening socket, ...)
 _RESERVED_FDS = 64
 _OUT_OF_RESOURCES = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
@@ -159,8 +151,8 @@ def _config(app: ASGIApp, options: ServeOptions) -> uvicorn.Config:
         # lines have the same format as the server's
         log_config=None,
         access_log=options.access_log,
-        http=_bounded_protocol(options.request_timeout, options.max_connections),
-        # The request timer lives on the h11 protocol; a connection upgraded to a WebSocket
+        http=bounded_protocol(options.request_timeout, options.max_connections),
+        # The request timer lives on the HTTP protocol; a connection upgraded to a WebSocket
         # would leave it behind (and be cut by it). The apps served here have no WebSockets.
         ws="none",
         timeout_keep_alive=options.keep_alive,
@@ -371,29 +363,12 @@ def _clear_startup_errors(app: ASGIApp) -> ASGIApp:
 # ------------------------------------------------------------------------------- log lines
 
 
-class _EveryInterval:
-    """One warning per ``LOG_INTERVAL`` for a repeated event, with the count since the last."""
-
-    def __init__(self, level: int, template: str) -> None:
-        self._level, self._template = level, template
-        self._count = 0
-        self._last = -LOG_INTERVAL
-
-    def __call__(self, *args: Any) -> None:
-        self._count += 1
-        now = time.monotonic()
-        if now - self._last < LOG_INTERVAL:
-            return
-        log.log(self._level, self._template, *args, self._count)
-        self._count, self._last = 0, now
-
-
 class _AcceptErrors:
     """The loop's exception handler: failed accepts for lack of resources become a line per
     interval; every other report goes to asyncio's default handler unchanged."""
 
     def __init__(self) -> None:
-        self._report = _EveryInterval(
+        self._report = EveryInterval(
             logging.WARNING,
             "cannot accept connections: %s (%d failed accepts since the last such line); "
             "retrying every second, open connections are still served",
@@ -420,140 +395,3 @@ def _warn_about_fd_limit(max_connections: int) -> None:
             "limit (ulimit -n) or lower --max-connections",
             max_connections, _RESERVED_FDS, soft,
         )
-
-
-# ------------------------------------------------------------------------------ connections
-
-
-def _response(status: int, reason: str, detail: str) -> bytes:
-    body = orjson.dumps({"detail": detail})
-    head = (
-        f"HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\n"
-        f"content-length: {len(body)}\r\nconnection: close\r\n\r\n"
-    )
-    return head.encode() + body
-
-
-_TOO_MANY = _response(503, "Service Unavailable", "Too many open connections")
-_TIMED_OUT = _response(408, "Request Timeout", "The request was not received in time")
-
-
-def _bounded_protocol(request_timeout: float, max_connections: int) -> type[H11Protocol]:
-    """uvicorn builds one protocol object per connection from a class (``Config(http=...)``),
-    so the settings travel as class attributes of a subclass made for this server."""
-
-    class Protocol(_BoundedH11Protocol):
-        pass
-
-    Protocol.request_timeout = request_timeout
-    Protocol.max_connections = max_connections
-    Protocol.refused = _EveryInterval(
-        logging.WARNING, "refused a connection over the cap of %d open connections "
-        "(%d refused since the last such line)",
-    )
-    Protocol.timed_out = _EveryInterval(
-        logging.INFO, "answered 408 to a client that did not send its request within %.1f s "
-        "(%d since the last such line)",
-    )
-    return Protocol
-
-
-class _BoundedH11Protocol(H11Protocol):
-    """uvicorn's h11 protocol with a connection cap and a deadline for each request.
-
-    The deadline runs while a request is arriving: from the connection's start, or from the
-    first byte after uvicorn's keep-alive wait, until h11 has the whole request (head and
-    body). It does not run while the app works or streams its answer, nor during the
-    keep-alive wait, which uvicorn's own timer bounds."""
-
-    request_timeout: ClassVar[float] = DEFAULT_REQUEST_TIMEOUT
-    max_connections: ClassVar[int] = DEFAULT_MAX_CONNECTIONS
-    refused: ClassVar[_EveryInterval]
-    timed_out: ClassVar[_EveryInterval]
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._deadline: asyncio.TimerHandle | None = None
-        self._refused = False
-
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        # uvicorn internal: `self.connections` is the server's set of open HTTP connections
-        # (ServerState.connections), filled by H11Protocol.connection_made. Were it renamed or
-        # no longer shared, the cap would count nothing and never refuse.
-        if len(self.connections) >= self.max_connections:
-            self._refused = True
-            transport.write(_TOO_MANY)
-            transport.close()
-            self.refused(self.max_connections)
-            return
-        # The listening socket comes from uvicorn's bind_socket() (proto 0), and asyncio sets
-        # TCP_NODELAY only on sockets whose proto is IPPROTO_TCP. Without it a response that
-        # h11 writes in two parts (head, body) waits for the client's delayed ACK: 40 ms for
-        # every keep-alive request on Linux (bench/large_answers.py measured it).
-        sock = transport.get_extra_info("socket")
-        if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        super().connection_made(transport)
-        self._watch()
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        if self._refused:
-            return  # uvicorn never saw this connection: nothing of its state to clean up
-        self._stop_deadline()
-        super().connection_lost(exc)
-
-    def data_received(self, data: bytes) -> None:
-        super().data_received(data)
-        self._watch()
-
-    def on_response_complete(self) -> None:
-        # uvicorn internal: the cycle calls this hook when a response is complete; it arms the
-        # keep-alive timer and parses a pipelined next request. Were it no longer called, the
-        # deadline of a request that arrives after the first one would not start.
-        super().on_response_complete()
-        self._watch()
-
-    def _watch(self) -> None:
-        # uvicorn internals: `self.conn` is the connection's h11 state machine (its
-        # `their_state` tells whether a request is still arriving) and
-        # `self.timeout_keep_alive_task` is uvicorn's keep-alive timer, set only while waiting
-        # between requests. Were either renamed, this raises on every connection; were their
-        # meaning to change, requests would be cut while the app works, or never.
-        arriving = (
-            self.conn.their_state in (h11.IDLE, h11.SEND_BODY)
-            and self.timeout_keep_alive_task is None
-            and not self.transport.is_closing()
-        )
-        if not arriving:
-            self._stop_deadline()
-        elif self._deadline is None:
-            self._deadline = asyncio.get_running_loop().call_later(
-                self.request_timeout, self._expired
-            )
-
-    def _stop_deadline(self) -> None:
-        if self._deadline is not None:
-            self._deadline.cancel()
-            self._deadline = None
-
-    def _expired(self) -> None:
-        self._deadline = None
-        if self.transport.is_closing():
-            return
-        # uvicorn internal: `self.cycle` is the current (or last) request's
-        # RequestResponseCycle. Marking it disconnected and waking its reader is what uvicorn's
-        # connection_lost does: the app's receive() returns http.disconnect and a late send()
-        # is dropped instead of writing a second response after the 408.
-        cycle = self.cycle
-        answered = cycle is not None and cycle.response_started
-        if cycle is not None and not cycle.response_complete:
-            cycle.disconnected = True
-            cycle.message_event.set()
-        buffered, _ = self.conn.trailing_data
-        began = self.conn.their_state is not h11.IDLE or bool(buffered)
-        if began and not answered:
-            self.transport.write(_TIMED_OUT)
-            self.timed_out(self.request_timeout)
-        # a connection that asked nothing is closed without an answer, as after keep-alive:
-        # a client that sends its request just then must retry, not read a 408 meant for none
-        self.transport.close()

@@ -7,8 +7,9 @@ Real ``llamon-agent serve`` processes on real sockets:
   SIGKILL starts, since the OS released the lock with the process;
 - the socket is bound before the app's startup: a second server on a busy port fails before
   it opens (or creates) its database;
-- connections: a timeout covers the request head and body, keep-alive is bounded, open
-  connections are capped, and running out of file descriptors logs a line per interval, not a
+- connections: a timeout covers the request head and body (also of a keep-alive connection's
+  next request), the head is bounded, keep-alive is bounded, open connections are capped,
+  pipelined requests are answered in order, and running out of file descriptors logs a line per interval, not a
   traceback per accept, and the server answers again once the load leaves (finding 4);
 - the card's ``url`` is ``--public-url``, else the local address of the connection, never the
   ``Host`` header (finding 8).
@@ -37,6 +38,7 @@ import pytest
 
 from llamon_agent.cli import main
 from llamon_agent.core.bounds import Limits
+from llamon_agent.server.connection import MAX_HEAD_BYTES
 from tests.process.agents import FIRST_QUESTION
 from tests.process.conftest import (
     CARD_PATH,
@@ -336,6 +338,78 @@ def test_connections_over_the_cap_are_closed_at_once(launch: Launch) -> None:
 
 def _low_fd_limit() -> None:  # runs in the server's child process before exec
     resource.setrlimit(resource.RLIMIT_NOFILE, (FD_LIMIT, FD_LIMIT))
+
+
+def _responses(sock: socket.socket, count: int) -> list[bytes]:
+    """``count`` whole responses with a ``content-length``, read off one connection in order
+    (pipelined answers may share a read)."""
+    sock.settimeout(BOUND)
+    data, found = b"", []
+    while len(found) < count:
+        head, sep, rest = data.partition(b"\r\n\r\n")
+        if sep:
+            length = next(int(line.split(b":", 1)[1]) for line in head.split(b"\r\n")
+                          if line.lower().startswith(b"content-length:"))
+            if len(rest) >= length:
+                found.append(head + sep + rest[:length])
+                data = rest[length:]
+                continue
+        chunk = sock.recv(65536)
+        assert chunk, (found, data)
+        data += chunk
+    assert data == b"", data
+    return found
+
+
+def test_a_request_head_over_the_bound_is_answered_431_and_closed(launch: Launch) -> None:
+    """llhttp bounds no head: past ``MAX_HEAD_BYTES`` of target and headers (one large header
+    or many small ones) the client is answered 431 and the connection closed; a head just
+    under the bound, and a request asking for an upgrade the server does not speak, are
+    served."""
+    server = launch(EXAMPLE_TARGET)
+    target = CARD_PATH.encode()
+    room = MAX_HEAD_BYTES - len(target) - len(b"hostax-pad")
+    with _socket(server) as under:
+        under.sendall(b"GET " + target + b" HTTP/1.1\r\nHost: a\r\nX-Pad: " + b"p" * room
+                      + b"\r\n\r\n")
+        assert _read_response(under).startswith(b"HTTP/1.1 200 ")
+    one_large = b"X-Pad: " + b"p" * (room + 1) + b"\r\n"
+    many_small = b"".join(b"X-Pad-%d: %s\r\n" % (i, b"p" * 100) for i in range(200))
+    for headers in (one_large, many_small):
+        with _socket(server) as over:
+            over.sendall(b"GET " + target + b" HTTP/1.1\r\nHost: a\r\n" + headers
+                         + b"\r\n")
+            refused = _until_closed(over)
+        assert refused.startswith(b"HTTP/1.1 431 "), refused
+        assert b"connection: close" in refused.lower(), refused
+    with _socket(server) as upgrade:
+        upgrade.sendall(b"GET " + target + b" HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\n"
+                        b"Upgrade: websocket\r\n\r\n")
+        assert _read_response(upgrade).startswith(b"HTTP/1.1 200 ")
+    assert _card_status(server) == 200
+    assert "Traceback" not in server.log(), server.log()
+
+
+def test_pipelined_requests_are_answered_in_order_and_a_stalled_next_head_gets_408(
+    launch: Launch,
+) -> None:
+    """Two requests in one write get two answers, in order. A third request whose head stops
+    half-way on that keep-alive connection is answered 408: it began, and nothing answered it
+    yet (the previous request's answer did not count as its answer)."""
+    server = launch(EXAMPLE_TARGET, extra_args=["--request-timeout", "1", "--keep-alive", "60"])
+    card = b"GET " + CARD_PATH.encode() + b" HTTP/1.1\r\nHost: a\r\n\r\n"
+    missing = b"GET /no-such-page HTTP/1.1\r\nHost: a\r\n\r\n"
+    with _socket(server) as sock:
+        sock.sendall(card + missing)
+        first, second = _responses(sock, 2)
+        assert first.startswith(b"HTTP/1.1 200 "), first
+        assert b'"skills"' in first, first
+        assert second.startswith(b"HTTP/1.1 404 "), second
+        sock.sendall(b"GET " + CARD_PATH.encode() + b" HTTP/1.1\r\nHost: a\r\n")
+        tail = _until_closed(sock)
+    assert tail.startswith(b"HTTP/1.1 408 "), tail
+    assert _card_status(server) == 200
+    assert "Traceback" not in server.log(), server.log()
 
 
 def test_running_out_of_file_descriptors_logs_a_line_per_interval_and_recovers(
