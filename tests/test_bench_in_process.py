@@ -1,0 +1,36 @@
+"""bench/in_process.py drives the app as ASGI, as the served benchmark does over HTTP: its HITL
+round trips end ``completed`` and its CPU figure counts them (a short run, no speed asserted)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bench.in_process import call, measure, profile_table, round_trip, task_in_state
+
+
+async def test_round_trips_run_and_are_counted(tmp_path: Path) -> None:
+    import cProfile
+
+    profiler = cProfile.Profile()
+    cpu_ms, done = await measure("sqlite", 2, 0.3, profiler, str(tmp_path))
+    assert done > 0
+    assert cpu_ms > 0
+    table = profile_table(profiler, done)
+    assert "| ours (llamon_agent) |" in table
+    assert "| LangGraph |" in table
+
+
+async def test_an_answer_that_is_not_the_expected_task_stops_the_run(tmp_path: Path) -> None:
+    from bench.agents import build_agents
+    from llamon_agent import create_app
+
+    app = create_app(build_agents(), db=str(tmp_path / "t.db"))
+    async with app.router.lifespan_context(app):
+        await round_trip(app)
+        unknown = b'{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"id":"nope"}}'
+        answer = await call(app, unknown)
+        assert answer["error"]["code"] == -32001
+        with pytest.raises(RuntimeError, match="expected a task in completed"):
+            task_in_state(answer, "completed")
