@@ -390,6 +390,18 @@ def test_a_request_head_over_the_bound_is_answered_431_and_closed(launch: Launch
     assert "Traceback" not in server.log(), server.log()
 
 
+def test_a_client_library_sending_a_huge_head_reads_its_431(launch: Launch) -> None:
+    """httpx, which writes its whole request before it reads, sends a 1 MB header: it gets the
+    431 (h11 answered 400 to this), and the server serves the next connection."""
+    server = launch(EXAMPLE_TARGET)
+    with httpx.Client(trust_env=False, timeout=BOUND) as http:
+        refused = http.get(server.url + CARD_PATH, headers={"X-Huge": "v" * 1_000_000})
+        assert refused.status_code == 431, refused.text
+        assert refused.headers["connection"] == "close"
+        assert http.get(server.url + CARD_PATH).status_code == 200
+    assert "Traceback" not in server.log(), server.log()
+
+
 def test_pipelined_requests_are_answered_in_order_and_a_stalled_next_head_gets_408(
     launch: Launch,
 ) -> None:
