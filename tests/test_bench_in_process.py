@@ -3,6 +3,7 @@ round trips end ``completed`` and its CPU figure counts them (a short run, no sp
 
 from __future__ import annotations
 
+import cProfile
 from pathlib import Path
 
 import pytest
@@ -11,8 +12,6 @@ from bench.in_process import call, measure, profile_table, round_trip, task_in_s
 
 
 async def test_round_trips_run_and_are_counted(tmp_path: Path) -> None:
-    import cProfile
-
     profiler = cProfile.Profile()
     cpu_ms, done = await measure("sqlite", 2, 0.3, profiler, str(tmp_path))
     assert done > 0

@@ -15,12 +15,13 @@
 * **A bound on each request's head** (``MAX_HEAD_BYTES``: the target and the headers' names and
   values): llhttp has none, so a client could make one request's headers as large as the
   request timeout lets it send. Over the bound the client is answered 431 and the connection is
-  closed; 16 KiB is what h11 (uvicorn's other parser) allows.
+  closed. 16 KiB is the bound h11 (uvicorn's other parser) sets on a head still arriving.
 * ``TCP_NODELAY`` on every TCP connection.
 
 httptools was measured against h11 (bench/README.md, "Speed, round thirteen"): 7.6% less server
 CPU per instant ``message/send`` and 3.5% per HITL round trip. uvicorn's internals are used
-here and nowhere else, each with a comment saying why and what breaks if it changes;
+here and in ``server/serve.py`` and nowhere else, each with a comment saying why and what
+breaks if it changes;
 ``pyproject.toml`` caps uvicorn below its next minor version, and
 ``tests/process/test_hardening.py`` exercises every one of them against a real process.
 """
@@ -40,7 +41,8 @@ __all__ = ["LOG_INTERVAL", "MAX_HEAD_BYTES", "EveryInterval", "bounded_protocol"
 
 #: seconds between two log lines about the same kind of refused or failed connection
 LOG_INTERVAL = 10.0
-#: bytes of one request's target and header names and values (h11's default bound)
+#: bytes of one request's target and header names and values (h11's bound on a head still
+#: arriving; h11 let a larger head through when it came in one read)
 MAX_HEAD_BYTES = 16 * 1024
 
 # The server's lines go where uvicorn's go, formatted and filtered by --log-level like them.

@@ -33,8 +33,8 @@ What plain ``uvicorn.run`` leaves open, and what this module adds:
   uvicorn's fallback ``StatReload`` would poll every file of them); its child process is
   a worker as above, replaced by a new one, which imports the code again, after each change.
 
-uvicorn's internals are used here and nowhere else, each with a comment saying why and what
-breaks if it changes; ``pyproject.toml`` caps uvicorn below its next minor version, and
+uvicorn's internals are used here and in ``server/connection.py`` (the protocol) and nowhere
+else, each with a comment saying why and what breaks if it changes; ``pyproject.toml`` caps uvicorn below its next minor version, and
 ``tests/process/test_hardening.py`` exercises every one of them against a real process.
 """
 

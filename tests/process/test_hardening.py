@@ -218,23 +218,30 @@ def _until_closed(sock: socket.socket) -> bytes:
     return received
 
 
+def _responses(sock: socket.socket, count: int) -> list[bytes]:
+    """``count`` whole responses with a ``content-length``, read off one connection in order
+    (pipelined answers may share a read)."""
+    sock.settimeout(BOUND)
+    data, found = b"", []
+    while len(found) < count:
+        head, sep, rest = data.partition(b"\r\n\r\n")
+        if sep:
+            length = next(int(line.split(b":", 1)[1]) for line in head.split(b"\r\n")
+                          if line.lower().startswith(b"content-length:"))
+            if len(rest) >= length:
+                found.append(head + sep + rest[:length])
+                data = rest[length:]
+                continue
+        chunk = sock.recv(65536)
+        assert chunk, (found, data)
+        data += chunk
+    assert data == b"", data
+    return found
+
+
 def _read_response(sock: socket.socket) -> bytes:
     """One whole response with a ``content-length`` (head and body), nothing after it."""
-    sock.settimeout(BOUND)
-    data = b""
-    while b"\r\n\r\n" not in data:
-        chunk = sock.recv(65536)
-        assert chunk, data
-        data += chunk
-    head, _, body = data.partition(b"\r\n\r\n")
-    length = next(int(line.split(b":", 1)[1]) for line in head.split(b"\r\n")
-                  if line.lower().startswith(b"content-length:"))
-    while len(body) < length:
-        chunk = sock.recv(65536)
-        assert chunk, data
-        body += chunk
-    assert len(body) == length, body
-    return head + b"\r\n\r\n" + body
+    return _responses(sock, 1)[0]
 
 
 def _card_status(server: Server) -> int:
@@ -338,27 +345,6 @@ def test_connections_over_the_cap_are_closed_at_once(launch: Launch) -> None:
 
 def _low_fd_limit() -> None:  # runs in the server's child process before exec
     resource.setrlimit(resource.RLIMIT_NOFILE, (FD_LIMIT, FD_LIMIT))
-
-
-def _responses(sock: socket.socket, count: int) -> list[bytes]:
-    """``count`` whole responses with a ``content-length``, read off one connection in order
-    (pipelined answers may share a read)."""
-    sock.settimeout(BOUND)
-    data, found = b"", []
-    while len(found) < count:
-        head, sep, rest = data.partition(b"\r\n\r\n")
-        if sep:
-            length = next(int(line.split(b":", 1)[1]) for line in head.split(b"\r\n")
-                          if line.lower().startswith(b"content-length:"))
-            if len(rest) >= length:
-                found.append(head + sep + rest[:length])
-                data = rest[length:]
-                continue
-        chunk = sock.recv(65536)
-        assert chunk, (found, data)
-        data += chunk
-    assert data == b"", data
-    return found
 
 
 def test_a_request_head_over_the_bound_is_answered_431_and_closed(launch: Launch) -> None:
