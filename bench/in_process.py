@@ -15,8 +15,12 @@ process: the SQLite offload thread counts), plus, on PostgreSQL, the database's 
 under cProfile and prints where the time goes by package (cProfile's own cost inflates every
 figure, most where calls are many and short: read the shares, not the milliseconds).
 
+``--events redis://HOST:PORT`` relays the events through Redis as replicas do (under a key prefix
+of the run's own, deleted after), and adds the Redis server's CPU to the figure, as
+bench/postgres_hitl.py does for two workers.
+
     .venv/bin/python bench/in_process.py [--db sqlite|postgres] [--users 16] [--seconds 5]
-        [--repeat 3] [--profile]
+        [--repeat 3] [--events URL] [--profile]
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.agents import build_agents
 from bench.hitl_client import send_body
 from bench.langgraph_alone import CLK_TCK, backend_cpu
+from bench.postgres_hitl import redis_pids, redis_prefix, redis_ticks
 
 #: synchronous_commit of the postgres database: the servers' (bench/run.py)
 SYNCHRONOUS_COMMIT = "on"
@@ -56,6 +61,7 @@ GROUPS = (
     ("pydantic", "pydantic"),
     ("psycopg", "psycopg"),
     ("asyncio", "asyncio"),
+    ("redis", "redis-py"),
 )
 
 
@@ -114,13 +120,24 @@ def database(kind: str, folder: str) -> Iterator[tuple[str, str | None]]:
         yield db.url, db.name
 
 
+@contextlib.contextmanager
+def events_setting(url: str | None) -> Iterator[str | None]:
+    """``create_app``'s ``events`` for one run: ``url`` under a fresh key prefix, or None."""
+    if url is None:
+        yield None
+        return
+    with redis_prefix() as prefix:
+        yield f"{url}{'&' if '?' in url else '?'}prefix={prefix}"
+
+
 async def measure(kind: str, users: int, seconds: float, profiler: cProfile.Profile | None,
-                  folder: str) -> tuple[float, int]:
+                  folder: str, events: str | None = None) -> tuple[float, int]:
     """(CPU ms per round trip, round trips) of one run on a fresh database."""
     from llamon_agent import create_app
 
-    with database(kind, folder) as (db, name):
-        app = create_app(build_agents(), db=db)
+    with database(kind, folder) as (db, name), events_setting(events) as relay:
+        app = create_app(build_agents(), db=db, events=relay)
+        redis = redis_pids() if relay is not None else []
         async with app.router.lifespan_context(app):
             for _ in range(WARMUP_ROUND_TRIPS):
                 await round_trip(app)
@@ -134,13 +151,14 @@ async def measure(kind: str, users: int, seconds: float, profiler: cProfile.Prof
                     done += 1
 
             with backend_cpu(name) as pg:
-                cpu0 = time.process_time()
+                cpu0, redis0 = time.process_time(), redis_ticks(redis)
                 if profiler is not None:
                     profiler.enable()
                 await asyncio.gather(*(user() for _ in range(users)))
                 if profiler is not None:
                     profiler.disable()
                 cpu = time.process_time() - cpu0
+                cpu += (redis_ticks(redis) - redis0) / CLK_TCK
     backend = pg.backend_ticks / CLK_TCK if pg is not None else 0.0
     return (cpu + backend) / done * 1e3, done
 
@@ -166,15 +184,18 @@ async def main_async(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory(prefix="in-process-") as folder:
         figures = []
         for _ in range(args.repeat):
-            cpu, done = await measure(args.db, args.users, args.seconds, None, folder)
+            cpu, done = await measure(args.db, args.users, args.seconds, None, folder,
+                                      args.events)
             figures.append(cpu)
-            print(f"{args.db}, {args.users} users: {cpu:.3f} ms CPU per round trip "
+            relay = ", events through Redis" if args.events else ""
+            print(f"{args.db}{relay}, {args.users} users: {cpu:.3f} ms CPU per round trip "
                   f"({done} round trips)", flush=True)
         print(f"median {statistics.median(figures):.3f} ms (min {min(figures):.3f}, "
               f"max {max(figures):.3f})")
         if args.profile:
             profiler = cProfile.Profile()
-            _, done = await measure(args.db, args.users, args.seconds, profiler, folder)
+            _, done = await measure(args.db, args.users, args.seconds, profiler, folder,
+                                    args.events)
             print(profile_table(profiler, done))
 
 
@@ -184,6 +205,8 @@ def main() -> None:
     p.add_argument("--users", type=int, default=16)
     p.add_argument("--seconds", type=float, default=5.0, help="measured seconds per run")
     p.add_argument("--repeat", type=int, default=3, help="runs, each on a fresh database")
+    p.add_argument("--events", metavar="URL",
+                   help="relay events through this Redis (redis://HOST:PORT[/DB]), as replicas do")
     p.add_argument("--profile", action="store_true",
                    help="one more run under cProfile: its time by package")
     args = p.parse_args()

@@ -371,6 +371,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     configure_logging(args.log_format, args.log_level)  # before anything below logs
     if args.push_allow_private:  # each worker's app reads it from the settings it is given
         settings = dataclasses.replace(settings, push_allow_private=True)
+    settings = dataclasses.replace(settings, max_active_requests=args.max_active_requests)
     limits = Limits(**{name: getattr(args, name) for name in _LIMIT_FIELDS})
     try:
         quotas = Quotas(requests_per_second=args.quota_rate, burst=args.quota_burst,

@@ -22,10 +22,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["DEFAULT_DB", "DEFAULT_DB_POOL_SIZE", "DEFAULT_LEASE", "DEFAULT_PUSH_ATTEMPTS",
-           "DEFAULT_PUSH_TIMEOUT", "DEFAULT_SWEEP", "DEFAULT_TARGET", "MAX_DB_POOL_SIZE",
-           "MAX_DURATION", "OPTIONS", "Check", "Option", "Settings", "check_pool_size",
-           "parse_duration", "parse_flag", "parse_pool_size", "parse_target"]
+__all__ = ["DEFAULT_ACTIVE_REQUESTS", "DEFAULT_DB", "DEFAULT_DB_POOL_SIZE", "DEFAULT_LEASE",
+           "DEFAULT_PUSH_ATTEMPTS", "DEFAULT_PUSH_TIMEOUT", "DEFAULT_SWEEP", "DEFAULT_TARGET",
+           "MAX_ACTIVE_REQUESTS", "MAX_DB_POOL_SIZE", "MAX_DURATION", "OPTIONS", "Check",
+           "Option", "Settings", "check_active_requests", "check_pool_size",
+           "parse_active_requests", "parse_duration", "parse_flag", "parse_pool_size",
+           "parse_target"]
 
 DEFAULT_DB = "llamon.sqlite3"
 #: PostgreSQL: connections in each server process's pool (``LLAMON_DB_POOL_SIZE``). 20 keeps
@@ -36,6 +38,13 @@ DEFAULT_DB_POOL_SIZE = 20
 #: the most ``LLAMON_DB_POOL_SIZE`` takes: beyond it a pool only holds PostgreSQL backends
 #: (each a process with its own memory) that one event loop cannot keep busy
 MAX_DB_POOL_SIZE = 1000
+#: JSON-RPC requests each server process serves at once while its event loop is saturated
+#: (``LLAMON_MAX_ACTIVE_REQUESTS``; ``server/admission.py``): on PostgreSQL 32 connections
+#: sending at once ran a third faster held to 16, 12 and 24 gained less, 8 too few to overlap
+#: the database's round trips; SQLite was the same (bench/README.md, "Speed, round fourteen")
+DEFAULT_ACTIVE_REQUESTS = 16
+#: the most ``LLAMON_MAX_ACTIVE_REQUESTS`` takes (0 turns the limit off)
+MAX_ACTIVE_REQUESTS = 100_000
 #: what ``llamon-agent serve`` serves without a target: the example app
 DEFAULT_TARGET = "app.main:AGENTS"
 #: seconds a replica's claims outlive its last heartbeat (``LLAMON_LEASE_SECONDS``)
@@ -67,6 +76,7 @@ class Settings:
 
     db: str = DEFAULT_DB
     db_pool_size: int = DEFAULT_DB_POOL_SIZE
+    max_active_requests: int = DEFAULT_ACTIVE_REQUESTS
     reviewer_token: str | None = None
     language: str | None = None
     public_url: str | None = None
@@ -182,6 +192,24 @@ def parse_whole(text: str) -> int:
     if value < 1:
         raise ValueError(f"must be at least 1, got {value}")
     return value
+
+
+def check_active_requests(value: object) -> int:
+    """``value`` if it is a whole number from 0 (no limit) to ``MAX_ACTIVE_REQUESTS``
+    (``LLAMON_MAX_ACTIVE_REQUESTS``, ``create_app(max_active_requests=)``); else ``ValueError``."""
+    if (isinstance(value, bool) or not isinstance(value, int)
+            or not 0 <= value <= MAX_ACTIVE_REQUESTS):
+        raise ValueError(f"must be a whole number from 0 (no limit) to {MAX_ACTIVE_REQUESTS}, "
+                         f"got {value!r}")
+    return value
+
+
+def parse_active_requests(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise ValueError(f"expected a whole number, got {text.strip()!r}") from None
+    return check_active_requests(value)
 
 
 def check_pool_size(value: object) -> int:
@@ -327,6 +355,10 @@ OPTIONS: tuple[Option, ...] = (
            "PostgreSQL: connections in each server process's pool (1 to 1000); keep replicas x "
            "workers x (N + 1) below the database's max_connections", flag="--db-pool-size",
            metavar="N"),
+    Option("max_active_requests", "LLAMON_MAX_ACTIVE_REQUESTS", parse_active_requests,
+           "JSON-RPC requests (not streams) each server process serves at once while its event "
+           "loop is saturated; more wait their turn, and all go in once the loop has time to "
+           "spare; 0: no limit", flag="--max-active-requests", metavar="N"),
     Option("events", "LLAMON_EVENTS_URL", parse_text,
            "where stream events, resubscribe replay and cancel requests travel between "
            "replicas: redis://HOST[:PORT][/DB][?prefix=NAME] (the redis extra), or local:// to "

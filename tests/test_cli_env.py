@@ -26,6 +26,7 @@ SAMPLES: dict[str, tuple[str, Any]] = {
     "LLAMON_PORT": (" 9001 ", 9001),
     "LLAMON_DATABASE_URL": ("memory://", "memory://"),
     "LLAMON_DB_POOL_SIZE": (" 40 ", 40),
+    "LLAMON_MAX_ACTIVE_REQUESTS": (" 0 ", 0),
     "LLAMON_EVENTS_URL": ("redis://127.0.0.1:6379/0", "redis://127.0.0.1:6379/0"),
     "LLAMON_LEASE_SECONDS": ("12.5", 12.5),
     "LLAMON_WORKERS": ("3", 3),
@@ -59,6 +60,7 @@ FLAG_WINS: dict[str, tuple[list[str], Any]] = {
     "LLAMON_MAX_BODY_BYTES": (["--max-body-bytes", "2048"], 2048),
     "LLAMON_LOG_LEVEL": (["--log-level", "warning"], "warning"),
     "LLAMON_CARD": (["--card", "flag.json"], "flag.json"),
+    "LLAMON_MAX_ACTIVE_REQUESTS": (["--max-active-requests", "8"], 8),
 }
 
 

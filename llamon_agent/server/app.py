@@ -43,6 +43,7 @@ from ..settings import (
     DEFAULT_DB_POOL_SIZE,
     MAX_DURATION,
     Settings,
+    check_active_requests,
     check_pool_size,
 )
 from ..stores.base import TaskStore
@@ -51,6 +52,7 @@ from ..stores.url import parse_database_url
 from ..tool_review.catalog import language_of
 from . import jsonrpc, jsonrpc_v1, versions
 from .access import Access
+from .admission import Admission
 from .body import read_body
 from .card import CardSource, load_card
 from .collector import tuned_collector
@@ -95,6 +97,7 @@ def create_app(
     *,
     db: str | None = None,
     db_pool_size: int | None = None,
+    max_active_requests: int | None = None,
     task_store: TaskStore | None = None,
     checkpointer: BaseCheckpointSaver[Any] | None = None,
     card: CardSource = None,
@@ -131,6 +134,10 @@ def create_app(
     ``task_store`` and ``checkpointer`` together. ``db_pool_size``: PostgreSQL's connections
     in this process's pool, 1 to 1000 (default ``$LLAMON_DB_POOL_SIZE``, 20); a SQLite file or
     ``:memory:`` has no pool, and a size other than 20 set for one is logged as ignored.
+    ``max_active_requests``: JSON-RPC requests (not streams) served at once while the event
+    loop is saturated, 0 for no limit (default ``$LLAMON_MAX_ACTIVE_REQUESTS``, 16); more wait
+    their turn, and every waiting one goes in once the loop has time to spare, so agents that
+    wait on other services are never held (``server/admission.py``; docs/operations.md).
     ``card`` is an agent-card JSON file or mapping (default: built from the agents);
     ``public_url`` is the endpoint URL the card advertises (default: the local address the
     connection arrived on; never the request's ``Host`` header, which any client can set).
@@ -221,6 +228,12 @@ def create_app(
         check_pool_size(pool_size)
     except ValueError as exc:
         raise ValueError(f"db_pool_size {exc}") from None
+    active_requests = (max_active_requests if max_active_requests is not None
+                       else settings.max_active_requests)
+    try:
+        check_active_requests(active_requests)
+    except ValueError as exc:
+        raise ValueError(f"max_active_requests {exc}") from None
     pooled = url is not None and url.kind == "postgres"  # only PostgreSQL storage has a pool
     pool_ignored = url is not None and not pooled and pool_size != DEFAULT_DB_POOL_SIZE
     events_url = parse_events_url(events if events is not None else settings.events)
@@ -248,6 +261,7 @@ def create_app(
     metrics_token = metrics_token or settings.metrics_token
     metrics = Metrics(a.id for a in agents)  # a registry of its own: tests make many apps
     task_events = TaskEvents(metrics)
+    admission = Admission(active_requests or None, observe=metrics.admission_wait)
 
     @contextmanager
     def started(app: Starlette, tasks: TaskStore, database: str) -> Iterator[None]:
@@ -262,7 +276,11 @@ def create_app(
             log_startup_warning(f"db_pool_size {pool_size} ignored: only PostgreSQL storage "
                                 "has a connection pool")
         with serving(app.state, tasks), (tuned_collector() if gc_tuning else nullcontext()):
-            yield
+            admission.start()
+            try:
+                yield
+            finally:
+                admission.close()
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -351,8 +369,9 @@ def create_app(
                             shutdown_grace)
         space = space_of(principal_of(request.scope).name)
         try:
-            result = await jsonrpc.dispatch(manager, call, language=language, space=space,
-                                            own=local_origin(request.scope))
+            async with admission.admitted():
+                result = await jsonrpc.dispatch(manager, call, language=language, space=space,
+                                                own=local_origin(request.scope))
         except A2AError as exc:
             note_error(request.scope, exc.code)
             return _json(jsonrpc.error_body(exc, call.id, call.version))

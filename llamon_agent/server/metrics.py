@@ -169,6 +169,13 @@ class Metrics:
         self.stream_subscribers = Gauge(
             "llamon_stream_subscribers", "Open SSE streams (message/stream, tasks/resubscribe)",
             registry=r, multiprocess_mode="livesum")
+        self.requests_waiting = Gauge(
+            "llamon_requests_waiting", "JSON-RPC requests waiting for admission: the event loop "
+            "was saturated and --max-active-requests were being served", registry=r,
+            multiprocess_mode="livesum")
+        self.requests_held = Counter(
+            "llamon_requests_held", "JSON-RPC requests that waited for admission (see "
+            "llamon_requests_waiting)", registry=r)
         self.reviews_pending = Gauge(
             "llamon_reviews_pending", "Human reviews waiting for a reviewer (read at scrape "
             "time)", registry=r, multiprocess_mode="mostrecent")
@@ -213,6 +220,12 @@ class Metrics:
             self._request_children[key] = children
         children[0].inc()
         children[1].observe(seconds)
+
+    def admission_wait(self, change: int) -> None:
+        """A request started (+1) or stopped (-1) waiting for admission."""
+        self.requests_waiting.inc(change)
+        if change > 0:
+            self.requests_held.inc()
 
     async def refresh(
         self, tasks: TaskStore, reviews: HumanReviewPort | None,
