@@ -73,6 +73,20 @@ async def requests(admission: Admission) -> AsyncIterator[Requests]:
         await asyncio.gather(*served.tasks.values(), return_exceptions=True)
 
 
+@asynccontextmanager
+async def saturated(limit: int, count: int, window: float = 0.5,
+                    ) -> AsyncIterator[tuple[Load, Requests]]:
+    """``count`` requests started, in order, at a loop that reads fully busy."""
+    load = Load()
+    admission = load.admission(limit, window=window)
+    load.busy(1.0)
+    async with requests(admission) as served:
+        for number in range(count):
+            served.start(number)
+        await served.settle()
+        yield load, served
+
+
 async def test_no_limit_admits_everything_at_once() -> None:
     load = Load()
     admission = load.admission(None)
@@ -100,13 +114,7 @@ async def test_a_loop_with_time_to_spare_admits_beyond_the_limit() -> None:
 
 
 async def test_a_saturated_loop_holds_beyond_the_limit_and_hands_over_in_arrival_order() -> None:
-    load = Load()
-    admission = load.admission(2)
-    load.busy(0.9)
-    async with requests(admission) as served:
-        for number in range(5):
-            served.start(number)
-        await served.settle()
+    async with saturated(2, 5) as (load, served):
         assert served.admitted == [0, 1]
         assert (served.admission.active, served.admission.waiting) == (2, 3)
         assert load.changes == [1, 1, 1]
@@ -128,13 +136,7 @@ async def test_a_saturated_loop_holds_beyond_the_limit_and_hands_over_in_arrival
 
 
 async def test_waiting_requests_all_go_in_once_the_loop_has_time_to_spare() -> None:
-    load = Load()
-    admission = load.admission(1, window=0.02)
-    load.busy(1.0)
-    async with requests(admission) as served:
-        for number in range(4):
-            served.start(number)
-        await served.settle()
+    async with saturated(1, 4, window=0.02) as (load, served):
         assert served.admitted == [0]
         await asyncio.sleep(0.05)  # rechecks while the loop still reads saturated: nobody
         assert served.admitted == [0]
@@ -144,22 +146,16 @@ async def test_waiting_requests_all_go_in_once_the_loop_has_time_to_spare() -> N
             if len(served.admitted) == 4:
                 break
         assert served.admitted == [0, 1, 2, 3]
-        assert (admission.active, admission.waiting) == (4, 0)
+        assert (served.admission.active, served.admission.waiting) == (4, 0)
         for number in range(4):
             served.finish(number)
         await served.settle()
-        assert (admission.active, admission.waiting) == (0, 0)
+        assert (served.admission.active, served.admission.waiting) == (0, 0)
         assert sum(load.changes) == 0
 
 
 async def test_a_cancelled_waiting_request_leaks_no_place() -> None:
-    load = Load()
-    admission = load.admission(1)
-    load.busy(1.0)
-    async with requests(admission) as served:
-        for number in range(3):
-            served.start(number)
-        await served.settle()
+    async with saturated(1, 3) as (load, served):
         served.tasks[1].cancel()  # gives up while waiting
         await served.settle()
         assert served.admission.waiting == 1
@@ -173,13 +169,7 @@ async def test_a_cancelled_waiting_request_leaks_no_place() -> None:
 
 
 async def test_a_request_cancelled_as_it_is_handed_a_place_passes_it_on() -> None:
-    load = Load()
-    admission = load.admission(1)
-    load.busy(1.0)
-    async with requests(admission) as served:
-        for number in range(3):
-            served.start(number)
-        await served.settle()
+    async with saturated(1, 3) as (load, served):
         served.finish(0)  # hands its place to 1 ...
         await asyncio.sleep(0)  # ... whose wait is resolved but has not resumed yet
         served.tasks[1].cancel()
@@ -194,17 +184,12 @@ async def test_a_request_cancelled_as_it_is_handed_a_place_passes_it_on() -> Non
 
 
 async def test_close_lets_every_waiting_request_in() -> None:
-    load = Load()
-    admission = load.admission(1)
-    load.busy(1.0)
-    async with requests(admission) as served:
-        for number in range(4):
-            served.start(number)
-        await served.settle()
+    async with saturated(1, 4) as (load, served):
+        admission = served.admission
         admission.close()
         await served.settle()
         assert served.admitted == [0, 1, 2, 3]
-        assert (admission.active, admission.waiting) == (4, 0)
+        assert (served.admission.active, served.admission.waiting) == (4, 0)
         assert load.changes.count(1) == 3 and sum(load.changes) == 0
 
 
@@ -244,12 +229,12 @@ async def _drive(limit: int, steps: list[tuple[str, float]]) -> None:
     started = 0
     for action, argument in steps:
         if action == "start":
-            full = admission.active >= limit
-            waiting_before = admission.waiting
+            full = served.admission.active >= limit
+            waiting_before = served.admission.waiting
             served.start(started)
             await served.settle()
             if not full:  # below the limit nobody is held, whatever the load
-                assert admission.waiting == waiting_before
+                assert served.admission.waiting == waiting_before
                 assert started in served.admitted
             started += 1
         elif action == "load":
@@ -263,8 +248,8 @@ async def _drive(limit: int, steps: list[tuple[str, float]]) -> None:
                 elif action == "cancel":
                     served.tasks[number].cancel()
             await served.settle()
-        assert admission.waiting == sum(load.changes)  # observe's count is the waiting count
-        assert admission.active == sum(
+        assert served.admission.waiting == sum(load.changes)  # observe's count is the waiting count
+        assert served.admission.active == sum(
             1 for n in served.admitted if not served.tasks[n].done())
     # everyone still in finishes, and the rest get in in turn (or at close) and finish too
     admission.close()
@@ -272,7 +257,7 @@ async def _drive(limit: int, steps: list[tuple[str, float]]) -> None:
     for number in list(served.tasks):
         served.finish(number)
     await asyncio.gather(*served.tasks.values(), return_exceptions=True)
-    assert (admission.active, admission.waiting) == (0, 0)
+    assert (served.admission.active, served.admission.waiting) == (0, 0)
     assert sum(load.changes) == 0
 
 
