@@ -13,11 +13,12 @@ A limit alone would starve servers whose agents mostly wait (for a model's API, 
 agent): their requests use little of the loop, and a request waiting for a child agent on the
 same server must not wait long for its child's admission. So a request is held only while the
 loop is saturated: over the last ``window`` seconds, the loop thread was running, or ready to
-run and waiting for a core, at least ``busy`` of the time. (Its CPU time alone would read a
-loop that shares its core with other processes as having time to spare; Linux tells both in
-``/proc/thread-self/schedstat``; elsewhere the CPU time, ``time.thread_time``, is read.) A waiting request is let in when a served one finishes (one for one,
-in arrival order), or once the loop is no longer saturated (checked every ``window`` while
-requests wait, so within two windows): a loop with time to spare lets every waiting request in.
+run and waiting for a core, at least ``busy`` of the time. Its CPU time alone would read a
+loop that shares its core with other processes as having time to spare; Linux gives both
+times in ``/proc/thread-self/schedstat`` (elsewhere the CPU time, ``time.thread_time``, is
+read). A waiting request is let in when a served one finishes (one for one, in arrival
+order), or once the loop is no longer saturated (checked every ``window`` while requests
+wait, so within two windows): a loop with time to spare lets every waiting request in.
 """
 
 from __future__ import annotations
@@ -49,8 +50,8 @@ def _demand() -> float:
     try:
         with open(_SCHEDSTAT, "rb") as stats:
             return _read_demand(stats.read())
-    except (OSError, ValueError):  # readable when checked: a failure now reads as idle
-        return 0.0
+    except (OSError, ValueError):  # readable when checked: a failure now reads as
+        return 0.0  # idle for one window, and the next success as busy for one
 
 
 def _read_demand(text: bytes) -> float:
