@@ -97,6 +97,11 @@ class Admission:
         self._since, self._cpu_since, self._load = self._clock(), self._cpu_clock(), 0.0
 
     @property
+    def limit(self) -> int | None:
+        """Requests served at once while the loop is saturated; ``None``: no limit."""
+        return self._limit
+
+    @property
     def active(self) -> int:
         """Requests being served now."""
         return self._active

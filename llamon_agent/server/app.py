@@ -411,6 +411,7 @@ def create_app(
                     exception_handlers={HTTPException: _http_error})
     app.state.authentication = access.mode  # read by the CLI (server/exposure.py) and the logs
     app.state.logs_requests = True  # the CLI turns uvicorn's access log off (request_events.py)
+    app.state.admission = admission  # its limit and counts, for operators' code and tests
     return app
 
 

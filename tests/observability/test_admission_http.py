@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import time
+from pathlib import Path
 from typing import Any, TypedDict
 
 import pytest
 from langgraph.graph import START, StateGraph
 
-from llamon_agent import Agent, create_app
+from llamon_agent import Agent, cli, create_app
 from llamon_agent.settings import Settings, parse_active_requests
 from tests.conftest import serve
 
@@ -86,3 +87,23 @@ def test_the_setting_reads_its_variable() -> None:
             Settings.from_env({"LLAMON_MAX_ACTIVE_REQUESTS": bad})
         with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
             parse_active_requests(bad)
+
+
+@pytest.mark.parametrize(("argv", "env", "limit"), [
+    ([], {}, 16),
+    (["--max-active-requests", "4"], {}, 4),
+    ([], {"LLAMON_MAX_ACTIVE_REQUESTS": "0"}, None),
+    (["--max-active-requests", "8"], {"LLAMON_MAX_ACTIVE_REQUESTS": "0"}, 8),
+])
+def test_the_command_line_sets_the_apps_limit(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, argv: list[str], env: dict[str, str],
+    limit: int | None,
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("LLAMON_MAX_ACTIVE_REQUESTS", raising=False)
+    for name, text in env.items():
+        monkeypatch.setenv(name, text)
+    served: list[Any] = []
+    monkeypatch.setattr(cli, "serve", lambda app, options: served.append(app))
+    cli.main(["serve", "--db", ":memory:", *argv])
+    assert [app.state.admission.limit for app in served] == [limit]
