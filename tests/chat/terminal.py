@@ -8,6 +8,7 @@ without escape sequences or carriage returns, for assertions and the docs transc
 from __future__ import annotations
 
 import io
+import signal
 import subprocess
 import sys
 import time
@@ -68,13 +69,19 @@ def chat_env(state_home: Path, **extra: str) -> dict[str, str]:
     return env
 
 
+def _sigint_default() -> None:
+    # a pytest started in the background by a non-interactive shell ignores SIGINT, and the
+    # chat would inherit that: Ctrl-C (the Ctrl-C test's) must reach it however pytest started
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @contextmanager
 def chat(url: str, args: Sequence[str], state_home: Path, **env: str) -> Iterator[Chat]:
     log = io.StringIO()
     child = pexpect.spawn(
         sys.executable, ["-m", "llamon_agent.cli", "chat", url, *args], cwd=str(REPO_ROOT),
         env=chat_env(state_home, **env), encoding="utf-8", timeout=STEP_TIMEOUT,
-        dimensions=(50, 200),
+        dimensions=(50, 200), preexec_fn=_sigint_default,
     )
     child.logfile_read = log
     session = Chat(child, log)
