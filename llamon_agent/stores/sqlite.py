@@ -65,7 +65,6 @@ CREATE TABLE IF NOT EXISTS llamon_tasks (
     updated REAL NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS llamon_tasks_context ON llamon_tasks (context_id, created);
-CREATE INDEX IF NOT EXISTS llamon_tasks_state ON llamon_tasks (state);
 """
 # ``context_id`` holds the context key (core/principal.py: the owner's space and the client's
 # id; the client's id alone for ``anonymous``, so older files need no rewrite). ``space`` and
@@ -79,6 +78,9 @@ _ADDED_COLUMNS = (
 _SPACE_INDEX = "CREATE INDEX IF NOT EXISTS llamon_tasks_space ON llamon_tasks (space, state)"
 #: retention selects ended tasks by their last update (docs/operations.md, "Retention")
 _ENDED_INDEX = "CREATE INDEX IF NOT EXISTS llamon_tasks_updated ON llamon_tasks (state, updated)"
+#: older files also have ``(state)`` alone, which ``llamon_tasks_updated`` covers: every
+#: save wrote both, one more page per commit (bench/README.md, "Speed, round fifteen")
+_COVERED_INDEX = "DROP INDEX IF EXISTS llamon_tasks_state"
 #: the deadline sweep reads only the tasks that have one (docs/hitl.md, "Deadlines")
 _EXPIRY_INDEX = (
     "CREATE INDEX IF NOT EXISTS llamon_tasks_expiry ON llamon_tasks (expires_at)"
@@ -205,6 +207,7 @@ class SQLiteTaskStore:
         conn.execute(_SPACE_INDEX)
         conn.execute(_EXPIRY_INDEX)
         conn.execute(_ENDED_INDEX)
+        conn.execute(_COVERED_INDEX)
         conn.execute(_RECENT_INDEX)
         conn.commit()
         self._incremental = conn.execute("PRAGMA auto_vacuum").fetchone()[0] == _INCREMENTAL

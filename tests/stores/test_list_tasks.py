@@ -438,3 +438,56 @@ async def test_postgres_orders_ids_by_code_point_whatever_the_collation(
         assert ids(await storage.tasks.list_tasks(TaskQuery(space="alice"), 10)) == expected
         pages = await every_page(storage.tasks, TaskQuery(space="alice"), 2)
         assert [i for p in pages for i in ids(p)] == expected
+
+
+# every index is written on every save: each one's leaf page is one more WAL frame per commit
+# (bench/README.md, "Speed, round fifteen"), so none may be a prefix of another
+SQLITE_TASK_INDEXES = {
+    "llamon_tasks_context": [("context_id", False), ("created", False)],
+    "llamon_tasks_space": [("space", False), ("state", False)],
+    "llamon_tasks_updated": [("state", False), ("updated", False)],
+    "llamon_tasks_expiry": [("expires_at", False)],
+    "llamon_tasks_recent": [("space", False), ("updated", True), ("id", True)],
+}
+#: the reads by state alone, each as the store runs it
+STATE_READS = (
+    "SELECT state, COUNT(*) FROM llamon_tasks GROUP BY state",
+    "SELECT MIN(updated) FROM llamon_tasks WHERE state = 'working' AND updated > 0",
+    "SELECT id FROM llamon_tasks WHERE state IN ('submitted', 'working')",
+)
+
+
+def _secondary(indexes: dict[str, list[tuple[str, bool]]]) -> dict[str, list[tuple[str, bool]]]:
+    return {name: cols for name, cols in indexes.items() if not name.startswith("sqlite_autoindex")}
+
+
+def _plans(path: Path) -> list[str]:
+    conn = sqlite3.connect(path)
+    try:
+        return [" ".join(str(row[3]) for row in conn.execute(f"EXPLAIN QUERY PLAN {sql}"))
+                for sql in STATE_READS]
+    finally:
+        conn.close()
+
+
+async def test_sqlite_keeps_no_index_that_another_covers(tmp_path: Path) -> None:
+    path = tmp_path / "tasks.sqlite3"
+    async with open_storage(str(path)) as storage:
+        await storage.tasks.save(record("t1"))
+    assert _secondary(_sqlite_index_columns(path)) == SQLITE_TASK_INDEXES
+    counted, *searched = _plans(path)  # reads by state still go through (state, updated)
+    assert counted == "SCAN llamon_tasks USING COVERING INDEX llamon_tasks_updated", counted
+    for plan in searched:
+        assert plan.startswith("SEARCH llamon_tasks USING") and "llamon_tasks_updated" in plan, plan
+
+
+async def test_an_older_sqlite_file_loses_the_state_index(tmp_path: Path) -> None:
+    path = tmp_path / "v1.sqlite3"
+    shutil.copyfile(V1_FIXTURE, path)
+    assert _sqlite_index_columns(path)["llamon_tasks_state"] == [("state", False)]
+    async with open_storage(str(path)):
+        pass
+    assert _secondary(_sqlite_index_columns(path)) == SQLITE_TASK_INDEXES
+    async with open_storage(str(path)) as storage:  # opening it again changes nothing
+        assert await storage.tasks.count_by_state()
+    assert _secondary(_sqlite_index_columns(path)) == SQLITE_TASK_INDEXES
