@@ -359,20 +359,22 @@ def _sqlite_index_columns(path: Path) -> dict[str, list[tuple[str, bool]]]:
         conn.close()
 
 
+def _query_plan(path: Path, sql: str, params: tuple[object, ...] = ()) -> str:
+    conn = sqlite3.connect(path)
+    try:
+        return " ".join(str(row[3]) for row in conn.execute(f"EXPLAIN QUERY PLAN {sql}", params))
+    finally:
+        conn.close()
+
+
 async def test_sqlite_has_the_listing_index_and_uses_it(tmp_path: Path) -> None:
     path = tmp_path / "tasks.sqlite3"
     async with open_storage(str(path)) as storage:
         await storage.tasks.save(record("t1"))
     indexes = _sqlite_index_columns(path)
     assert [("space", False), ("updated", True), ("id", True)] in indexes.values()
-    conn = sqlite3.connect(path)
-    try:
-        plan = " ".join(str(row[3]) for row in conn.execute(
-            "EXPLAIN QUERY PLAN SELECT id FROM llamon_tasks WHERE space = ?"
-            " AND (updated, id) < (?, ?) ORDER BY updated DESC, id DESC LIMIT 3",
-            ("alice", 1.0, "x")))
-    finally:
-        conn.close()
+    plan = _query_plan(path, "SELECT id FROM llamon_tasks WHERE space = ? AND (updated, id) < (?, ?)"
+                       " ORDER BY updated DESC, id DESC LIMIT 3", ("alice", 1.0, "x"))
     assert "TEMP B-TREE" not in plan and "llamon_tasks_recent" in plan, plan
 
 
@@ -461,21 +463,12 @@ def _secondary(indexes: dict[str, list[tuple[str, bool]]]) -> dict[str, list[tup
     return {name: cols for name, cols in indexes.items() if not name.startswith("sqlite_autoindex")}
 
 
-def _plans(path: Path) -> list[str]:
-    conn = sqlite3.connect(path)
-    try:
-        return [" ".join(str(row[3]) for row in conn.execute(f"EXPLAIN QUERY PLAN {sql}"))
-                for sql in STATE_READS]
-    finally:
-        conn.close()
-
-
 async def test_sqlite_keeps_no_index_that_another_covers(tmp_path: Path) -> None:
     path = tmp_path / "tasks.sqlite3"
     async with open_storage(str(path)) as storage:
         await storage.tasks.save(record("t1"))
     assert _secondary(_sqlite_index_columns(path)) == SQLITE_TASK_INDEXES
-    counted, *searched = _plans(path)  # reads by state still go through (state, updated)
+    counted, *searched = [_query_plan(path, sql) for sql in STATE_READS]  # reads by state still go through (state, updated)
     assert counted == "SCAN llamon_tasks USING COVERING INDEX llamon_tasks_updated", counted
     for plan in searched:
         assert plan.startswith("SEARCH llamon_tasks USING") and "llamon_tasks_updated" in plan, plan
