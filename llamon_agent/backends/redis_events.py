@@ -154,6 +154,7 @@ class RedisPublisher(LocalPublisher):
         #: per task, the latest write in flight that carries its events (done when it is)
         self._writing: dict[str, asyncio.Future[None]] = {}
         self._writes = asyncio.Semaphore(_WRITES_AT_ONCE)
+        self._write_tasks: set[asyncio.Task[None]] = set()
         self._writer: asyncio.Task[None] | None = None
         self._follower: StreamFollower | None = None
 
@@ -229,7 +230,9 @@ class RedisPublisher(LocalPublisher):
         its objects) waiting too, and that cost about a quarter of the server's CPU per round
         trip (bench/README.md, "Speed, round sixteen")."""
         if self._outbox:
-            await self._write_queued()
+            # shielded: a turn cancelled while its write waits must not drop the batch, which
+            # carries other tasks' events too
+            await asyncio.shield(self._write_queued())
         if task_id is None:
             waits = set(self._writing.values())
         else:
@@ -237,7 +240,8 @@ class RedisPublisher(LocalPublisher):
         for done in waits:  # another caller's write took these events: it is under way
             await asyncio.shield(done)
 
-    async def _write_queued(self) -> None:
+    def _write_queued(self) -> asyncio.Future[None]:
+        """Take what is queued and write it in a task of its own; done when it is written."""
         batch = list(self._outbox)
         self._outbox.clear()
         self._pending.clear()
@@ -246,6 +250,13 @@ class RedisPublisher(LocalPublisher):
         before = {self._writing[t] for t in task_ids if t in self._writing}
         for task_id in task_ids:
             self._writing[task_id] = done
+        write = asyncio.create_task(self._write(batch, before, task_ids, done))
+        self._write_tasks.add(write)  # the loop keeps only a weak reference to a task
+        write.add_done_callback(self._write_tasks.discard)
+        return done
+
+    async def _write(self, batch: list[_Outgoing], before: set[asyncio.Future[None]],
+                     task_ids: set[str], done: asyncio.Future[None]) -> None:
         try:
             for earlier in before:
                 await asyncio.shield(earlier)
@@ -267,7 +278,8 @@ class RedisPublisher(LocalPublisher):
             for task_id in task_ids:
                 if self._writing.get(task_id) is done:
                     del self._writing[task_id]
-            done.set_result(None)
+            if not done.done():
+                done.set_result(None)
 
     async def publish(
         self, turn: Turn, payload: WireModel, *, save: bool, final: bool = False

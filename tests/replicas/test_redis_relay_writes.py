@@ -81,6 +81,31 @@ async def opened(gated: _GatedClient) -> AsyncIterator[None]:
         gated.gate.set()
 
 
+@asynccontextmanager
+async def gated_publisher(
+    prefix: str, held: str
+) -> AsyncIterator[tuple[RedisPublisher, _GatedClient]]:
+    """A publisher (the writer's delay never reached) whose writes to stream ``held`` wait at
+    the gate; the gate opens, and the client closes, on the way out."""
+    gated = _GatedClient(f"{prefix}{held}")
+    try:
+        async with RedisPublisher(InMemoryTaskStore(), None, gated, prefix=prefix,
+                                  relay_delay=60) as publisher, opened(gated):
+            yield publisher, gated
+    finally:
+        await gated.client.aclose()
+
+
+async def held_write(
+    publisher: RedisPublisher, gated: _GatedClient, task_id: str
+) -> asyncio.Task[None]:
+    """A drain of ``task_id``'s first event, its pipeline waiting at the gate."""
+    publisher._enqueue(event(task_id, 1))
+    drain = asyncio.create_task(publisher._drain(task_id))
+    await asyncio.wait_for(gated.entered.wait(), 5)
+    return drain
+
+
 def event(task_id: str, seq: int, *, final: bool = False) -> _Outgoing:
     update = TaskStatusUpdateEvent(task_id=task_id, context_id="c", status=status("working"),
                                    final=final)
@@ -92,65 +117,63 @@ async def seqs(client: Any, key: str) -> list[int]:
 
 
 async def test_a_write_in_flight_holds_back_no_other_task(redis_prefix: str) -> None:
-    gated = _GatedClient(f"{redis_prefix}slow")
-    try:
-        async with RedisPublisher(InMemoryTaskStore(), None, gated, prefix=redis_prefix,
-                                  relay_delay=60) as publisher, opened(gated):
-            publisher._enqueue(event("slow", 1))
-            slow = asyncio.create_task(publisher._drain("slow"))
-            await asyncio.wait_for(gated.entered.wait(), 5)  # its pipeline waits at the gate
-            publisher._enqueue(event("fast", 1, final=True))
-            await asyncio.wait_for(publisher._drain("fast"), 5)  # not behind "slow"
-            assert await seqs(gated.client, f"{redis_prefix}fast") == [1]
-            assert not slow.done()
-            gated.gate.set()
-            await asyncio.wait_for(slow, 5)
-            assert await seqs(gated.client, f"{redis_prefix}slow") == [1]
-    finally:
-        await gated.client.aclose()
+    async with gated_publisher(redis_prefix, "slow") as (publisher, gated):
+        slow = await held_write(publisher, gated, "slow")
+        publisher._enqueue(event("fast", 1, final=True))
+        await asyncio.wait_for(publisher._drain("fast"), 5)  # not behind "slow"
+        assert await seqs(gated.client, f"{redis_prefix}fast") == [1]
+        assert not slow.done()
+        gated.gate.set()
+        await asyncio.wait_for(slow, 5)
+        assert await seqs(gated.client, f"{redis_prefix}slow") == [1]
 
 
 async def test_a_tasks_later_write_waits_for_its_earlier_one(redis_prefix: str) -> None:
     """The stream stays in order: the second write of a task goes after the first is done,
     and a drain of that task returns only once both are on Redis."""
-    gated = _GatedClient(f"{redis_prefix}t")
-    try:
-        async with RedisPublisher(InMemoryTaskStore(), None, gated, prefix=redis_prefix,
-                                  relay_delay=60) as publisher, opened(gated):
-            publisher._enqueue(event("t", 1))
-            first = asyncio.create_task(publisher._drain("t"))
-            await asyncio.wait_for(gated.entered.wait(), 5)
-            gated.held_key = "none"  # the next pipeline is not held
-            publisher._enqueue(event("t", 2, final=True))
-            second = asyncio.create_task(publisher._drain("t"))
-            await asyncio.sleep(0.2)
-            assert not second.done()  # behind the write of seq 1
-            assert await seqs(gated.client, f"{redis_prefix}t") == []
-            gated.gate.set()
-            await asyncio.wait_for(asyncio.gather(first, second), 5)
-            assert await seqs(gated.client, f"{redis_prefix}t") == [1, 2]
-    finally:
-        await gated.client.aclose()
+    async with gated_publisher(redis_prefix, "t") as (publisher, gated):
+        first = await held_write(publisher, gated, "t")
+        gated.held_key = "none"  # the next pipeline is not held
+        publisher._enqueue(event("t", 2, final=True))
+        second = asyncio.create_task(publisher._drain("t"))
+        await asyncio.sleep(0.2)
+        assert not second.done()  # behind the write of seq 1
+        assert await seqs(gated.client, f"{redis_prefix}t") == []
+        gated.gate.set()
+        await asyncio.wait_for(asyncio.gather(first, second), 5)
+        assert await seqs(gated.client, f"{redis_prefix}t") == [1, 2]
 
 
 async def test_a_drain_waits_for_the_write_that_took_its_events(redis_prefix: str) -> None:
     """A caller whose events another caller's write took (the outbox is empty for it) waits
     for that write; a drain of no task waits for every write in flight."""
-    gated = _GatedClient(f"{redis_prefix}t")
-    try:
-        async with RedisPublisher(InMemoryTaskStore(), None, gated, prefix=redis_prefix,
-                                  relay_delay=60) as publisher, opened(gated):
-            publisher._enqueue(event("t", 1))
-            publisher._enqueue(event("u", 1))
-            taker = asyncio.create_task(publisher._drain("u"))  # its batch carries "t" too
-            await asyncio.wait_for(gated.entered.wait(), 5)
-            own = asyncio.create_task(publisher._drain("t"))
-            every = asyncio.create_task(publisher._drain())
-            await asyncio.sleep(0.2)
-            assert not own.done() and not every.done() and not taker.done()
-            gated.gate.set()
-            await asyncio.wait_for(asyncio.gather(taker, own, every), 5)
-            assert await seqs(gated.client, f"{redis_prefix}t") == [1]
-            assert await seqs(gated.client, f"{redis_prefix}u") == [1]
-    finally:
-        await gated.client.aclose()
+    async with gated_publisher(redis_prefix, "t") as (publisher, gated):
+        publisher._enqueue(event("u", 1))
+        taker = await held_write(publisher, gated, "t")  # its batch carries "u" too
+        own = asyncio.create_task(publisher._drain("u"))
+        every = asyncio.create_task(publisher._drain())
+        await asyncio.sleep(0.2)
+        assert not own.done() and not every.done() and not taker.done()
+        gated.gate.set()
+        await asyncio.wait_for(asyncio.gather(taker, own, every), 5)
+        assert await seqs(gated.client, f"{redis_prefix}t") == [1]
+        assert await seqs(gated.client, f"{redis_prefix}u") == [1]
+
+
+async def test_a_cancelled_drain_drops_no_events(redis_prefix: str) -> None:
+    """A turn cancelled while its write waits for an earlier one: the write still goes out,
+    with the other task's events it carries."""
+    async with gated_publisher(redis_prefix, "t") as (publisher, gated):
+        first = await held_write(publisher, gated, "t")
+        gated.held_key = "none"
+        publisher._enqueue(event("t", 2, final=True))
+        publisher._enqueue(event("u", 1, final=True))
+        cancelled = asyncio.create_task(publisher._drain("t"))
+        await asyncio.sleep(0.1)  # its write waits for the first one
+        cancelled.cancel()
+        await asyncio.gather(cancelled, return_exceptions=True)
+        gated.gate.set()
+        await asyncio.wait_for(first, 5)
+        await asyncio.wait_for(publisher._drain(), 5)
+        assert await seqs(gated.client, f"{redis_prefix}t") == [1, 2]
+        assert await seqs(gated.client, f"{redis_prefix}u") == [1]
