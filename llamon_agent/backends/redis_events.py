@@ -230,18 +230,18 @@ class RedisPublisher(LocalPublisher):
         its objects) waiting too, and that cost about a quarter of the server's CPU per round
         trip (bench/README.md, "Speed, round sixteen")."""
         if self._outbox:
-            # shielded: a turn cancelled while its write waits must not drop the batch, which
-            # carries other tasks' events too
-            await asyncio.shield(self._write_queued())
+            self._write_queued()  # in a task of its own: a turn cancelled meanwhile drops nothing
+        # the write that carries the task's latest events: this call's, or one under way
         if task_id is None:
             waits = set(self._writing.values())
         else:
             waits = {self._writing[task_id]} if task_id in self._writing else set()
-        for done in waits:  # another caller's write took these events: it is under way
+        for done in waits:  # shielded: other callers wait for the same write
             await asyncio.shield(done)
 
-    def _write_queued(self) -> asyncio.Future[None]:
-        """Take what is queued and write it in a task of its own; done when it is written."""
+    def _write_queued(self) -> None:
+        """Take what is queued and write it in a task of its own, which each of the batch's
+        tasks' ``_writing`` entry follows until it is written."""
         batch = list(self._outbox)
         self._outbox.clear()
         self._pending.clear()
@@ -253,7 +253,6 @@ class RedisPublisher(LocalPublisher):
         write = asyncio.create_task(self._write(batch, before, task_ids, done))
         self._write_tasks.add(write)  # the loop keeps only a weak reference to a task
         write.add_done_callback(self._write_tasks.discard)
-        return done
 
     async def _write(self, batch: list[_Outgoing], before: set[asyncio.Future[None]],
                      task_ids: set[str], done: asyncio.Future[None]) -> None:
@@ -278,8 +277,7 @@ class RedisPublisher(LocalPublisher):
             for task_id in task_ids:
                 if self._writing.get(task_id) is done:
                     del self._writing[task_id]
-            if not done.done():
-                done.set_result(None)
+            done.set_result(None)  # only ever awaited shielded: never cancelled
 
     async def publish(
         self, turn: Turn, payload: WireModel, *, save: bool, final: bool = False
