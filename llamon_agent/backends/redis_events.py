@@ -4,15 +4,18 @@ It is the in-process ``LocalPublisher`` (storing, numbering, local fan-out: a st
 before any client sees it) whose task logs also relay every numbered event to a Redis stream per
 task (``<prefix><task id>``, ``XADD ... MAXLEN ~ retain``), in the order of the numbers. A
 turn's end, a final event and an event stored with the task are awaited until Redis has them
-(with every event of the task queued before them; the writes of different turns go side by
-side, "Speed, round sixteen"): a client that reads that state on another replica finds the
-stream as far. Any other event (a snapshot not stored, ``working``, progress) is written by
-a background writer about ``relay_delay`` seconds later, or sooner with the next awaited one:
-the turn does not wait for it, and one pipeline carries several events, also of other turns
-(bench/README.md, "Speed, round ten"). Once ``_BACKLOG`` events are queued a turn waits for
-the write: it never runs far ahead of Redis. A stream whose task's turn ended expires after
-``finished_ttl`` seconds; one still running (or parked for a reviewer) after ``running_ttl``,
-renewed by every batch written to it.
+(with every event of the task queued before them): a client that reads that state on another
+replica finds the stream as far. Every write is sent at once on the relay's own connection
+(``redis_pipe.py``), behind the writes still waiting for their replies: the streams stay in
+order and a turn waits for nobody's round trip but its own (bench/README.md, "Speed, rounds
+sixteen and seventeen"); a Redis that answers nothing for ``write_timeout`` seconds fails the
+writes due (logged), and the turns go on. Any other event (a snapshot not stored, ``working``,
+progress) is written by a background writer about ``relay_delay`` seconds later, or sooner with
+the next awaited one: the turn does not wait for it, and one write carries several events,
+also of other turns (bench/README.md, "Speed, round ten"). Once ``_BACKLOG`` events are queued a
+turn waits for the write: it never runs far ahead of Redis. A stream whose task's turn ended
+expires after ``finished_ttl`` seconds; one still running (or parked for a reviewer) after
+``running_ttl``, renewed by every batch written to it.
 
 ``resubscribe`` on any replica: a task running in this process is served from its log, as in
 one process; otherwise the task's stream is read (``XRANGE``) and decides:
@@ -56,6 +59,8 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import hiredis
+
 from ..a2a.types import RUNNING_STATES, Task, TaskStatusUpdateEvent, WireModel
 from ..core.background import stop_task
 from ..core.ports import HumanReviewPort
@@ -67,6 +72,7 @@ from ..runtime.publisher import LocalPublisher
 from ..runtime.turn import Turn
 from ..stores.base import StoredTask, TaskStore
 from .redis_follow import Quiet, StreamFollower
+from .redis_pipe import Command, RedisPipe
 from .redis_stream import Entry, decode, encode, replay_after, run_of
 
 __all__ = ["RedisPublisher"]
@@ -75,8 +81,6 @@ log = logging.getLogger(__name__)
 
 _KEYS_PER_DELETE = 500  # one DEL per this many deleted tasks' streams
 _BACKLOG = 256  # events queued for Redis at which a publishing turn waits for the write
-#: pipelines written at once (each on a connection of the client's pool); more wait for a turn
-_WRITES_AT_ONCE = 32
 _RELAY_MARGIN = 0.05  # seconds a relayed write may take beyond its delay
 
 
@@ -133,7 +137,8 @@ class RedisPublisher(LocalPublisher):
         prefix: str = "llamon:events:", retain: int = 1024, buffer: int = 4096,
         keep_finished: int = 1024, finished_ttl: float = 600.0, running_ttl: float = 86400.0,
         block: float = 1.0, quiet: float = 10.0, idle_limit: float | None = 300.0,
-        relay_delay: float = 0.02, observer: TaskObserver = NO_OBSERVER,
+        relay_delay: float = 0.02, write_timeout: float = 10.0,
+        observer: TaskObserver = NO_OBSERVER,
     ) -> None:
         hub = _RelayHub(self._enqueue, keep_finished=keep_finished, retain=retain, buffer=buffer)
         super().__init__(store, reviews, hub, observer=observer)
@@ -152,9 +157,11 @@ class RedisPublisher(LocalPublisher):
         self._outbox: deque[_Outgoing] = deque()
         self._pending = asyncio.Event()
         #: per task, the latest write in flight that carries its events (done when it is)
-        self._writing: dict[str, asyncio.Future[None]] = {}
-        self._writes = asyncio.Semaphore(_WRITES_AT_ONCE)
-        self._write_tasks: set[asyncio.Task[None]] = set()
+        self._writing: dict[str, asyncio.Future[list[Any]]] = {}
+        if not write_timeout > 0:
+            raise ValueError(f"write_timeout must be seconds > 0, got {write_timeout!r}")
+        self._write_timeout = write_timeout
+        self._pipe: RedisPipe | None = None
         self._writer: asyncio.Task[None] | None = None
         self._follower: StreamFollower | None = None
 
@@ -182,6 +189,7 @@ class RedisPublisher(LocalPublisher):
 
             self._redis = Redis.from_url(self._url)
         try:
+            self._pipe = await RedisPipe(self._redis, reply_timeout=self._write_timeout).__aenter__()
             self._follower = StreamFollower(self._redis, self._prefix, buffer=self._buffer,
                                             block=self._block, quiet=self._quiet)
             await self._follower.__aenter__()
@@ -197,6 +205,9 @@ class RedisPublisher(LocalPublisher):
             self._writer = None
         if self._redis is not None:
             await self._drain()  # close markers queued by the last turns' ends
+        if self._pipe is not None:
+            await self._pipe.__aexit__(*exc)
+            self._pipe = None
         if self._follower is not None:
             await self._follower.__aexit__(*exc)
             self._follower = None
@@ -222,62 +233,61 @@ class RedisPublisher(LocalPublisher):
         """Return once the events queued so far of ``task_id`` (of every task: ``None``) are in
         Redis, or given up on (Redis failed: logged).
 
-        What is queued goes out in one pipeline now, without waiting for the writes already in
-        flight: a write waits only for the earlier writes that carry events of its own tasks
-        (a stream's events stay in order). Turns that end together write side by side on the
-        client's pool, each waiting for its own round trip: waiting behind the other turns'
-        writes, as one write at a time did, kept every turn that ended meanwhile (its request,
-        its objects) waiting too, and that cost about a quarter of the server's CPU per round
-        trip (bench/README.md, "Speed, round sixteen")."""
+        What is queued is sent now, on the one connection of the relay's writes
+        (``redis_pipe.py``), right behind the writes in flight, whose replies it does not wait
+        for: a stream's events stay in the order sent, and a turn waits for its own round trip
+        only. Waiting behind the other turns' writes, as one write at a time did, kept every
+        turn that ended meanwhile (its request, its objects) waiting too, and that cost about a
+        quarter of the server's CPU per round trip (bench/README.md, "Speed, round sixteen");
+        a redis-py pipeline per write cost about a tenth ("Speed, round seventeen")."""
         if self._outbox:
-            self._write_queued()  # in a task of its own: a turn cancelled meanwhile drops nothing
-        # the write that carries the task's latest events: this call's, or one under way
+            self._write_queued()  # sent before this returns: a turn cancelled now drops nothing
+        # the write that carries the task's latest events: this call's, or an earlier one's
         if task_id is None:
             waits = set(self._writing.values())
+        elif task_id in self._writing:
+            waits = {self._writing[task_id]}
         else:
-            waits = {self._writing[task_id]} if task_id in self._writing else set()
-        for done in waits:  # shielded: other callers wait for the same write
-            await asyncio.shield(done)
+            return
+        if waits:  # asyncio.wait neither raises a failed write's error nor cancels the write
+            await asyncio.wait(waits)
 
     def _write_queued(self) -> None:
-        """Take what is queued and write it in a task of its own, which each of the batch's
-        tasks' ``_writing`` entry follows until it is written."""
+        """Send what is queued now, after every earlier write; each of the batch's tasks'
+        ``_writing`` entry follows it until Redis has answered."""
+        assert self._pipe is not None
         batch = list(self._outbox)
         self._outbox.clear()
         self._pending.clear()
-        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        commands: list[Command] = []
+        expiry: dict[str, int] = {}  # a stream's last event in the batch decides
+        for item in batch:
+            key = self.key(item.task_id)
+            ends = item.final or item.payload is None
+            fields = encode(item.seq, item.payload, item.final)
+            commands.append((b"XADD", key, b"MAXLEN", b"~", self._retain, b"*",
+                             *(part for pair in fields.items() for part in pair)))
+            expiry[key] = self._finished_ms if ends else self._running_ms
+        commands.extend((b"PEXPIRE", key, ms) for key, ms in expiry.items())
+        done = self._pipe.send(commands)
         task_ids = {item.task_id for item in batch}
-        before = {self._writing[t] for t in task_ids if t in self._writing}
         for task_id in task_ids:
             self._writing[task_id] = done
-        write = asyncio.create_task(self._write(batch, before, task_ids, done))
-        self._write_tasks.add(write)  # the loop keeps only a weak reference to a task
-        write.add_done_callback(self._write_tasks.discard)
+        done.add_done_callback(functools.partial(self._written, len(batch), task_ids))
 
-    async def _write(self, batch: list[_Outgoing], before: set[asyncio.Future[None]],
-                     task_ids: set[str], done: asyncio.Future[None]) -> None:
-        try:
-            for earlier in before:
-                await asyncio.shield(earlier)
-            async with self._writes, self._redis.pipeline(transaction=False) as pipe:
-                expiry: dict[str, int] = {}  # a stream's last event in the batch decides
-                for item in batch:
-                    key = self.key(item.task_id)
-                    ends = item.final or item.payload is None
-                    pipe.xadd(key, encode(item.seq, item.payload, item.final),
-                              maxlen=self._retain, approximate=True)
-                    expiry[key] = self._finished_ms if ends else self._running_ms
-                for key, ms in expiry.items():
-                    pipe.pexpire(key, ms)
-                try:
-                    await pipe.execute()
-                except Exception:  # followers see the numbering gap and end their streams
-                    log.exception("%d events could not be written to Redis", len(batch))
-        finally:
-            for task_id in task_ids:
-                if self._writing.get(task_id) is done:
-                    del self._writing[task_id]
-            done.set_result(None)  # only ever awaited shielded: never cancelled
+    def _written(self, events: int, task_ids: set[str], done: asyncio.Future[list[Any]]) -> None:
+        for task_id in task_ids:
+            if self._writing.get(task_id) is done:
+                del self._writing[task_id]
+        # followers see the numbering gap of what Redis did not take and end their streams
+        exc = done.exception()
+        if exc is not None:
+            log.error("%d events could not be written to Redis: %s", events, exc)
+            return
+        refused = [reply for reply in done.result() if isinstance(reply, hiredis.ReplyError)]
+        if refused:
+            log.error("Redis refused %d of the commands writing %d events: %s",
+                      len(refused), events, refused[0])
 
     async def publish(
         self, turn: Turn, payload: WireModel, *, save: bool, final: bool = False

@@ -1,0 +1,206 @@
+"""``RedisPipe`` on a real Redis, through a proxy that can hold or cut its connection: batches
+sent at once on one connection, each given exactly its own replies in the order sent; nothing
+lost when a caller is cancelled; a lost or silent connection fails only the batches sent on it,
+and the next batch opens a new one."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import hiredis
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from llamon_agent.backends.redis_pipe import RedisPipe
+from tests.backends_redis import REDIS_URL, fresh_prefix
+from tests.replicas.redis_proxy import RedisProxy
+
+
+@asynccontextmanager
+async def piped(*, reply_timeout: float = 5.0) -> AsyncIterator[tuple[RedisPipe, RedisProxy]]:
+    from redis.asyncio import Redis
+
+    async with RedisProxy() as proxy:
+        client = Redis.from_url(proxy.url)
+        try:
+            async with asyncio.timeout(20), RedisPipe(client, reply_timeout=reply_timeout) as pipe:
+                yield pipe, proxy
+        finally:
+            await client.aclose()
+
+
+async def stream(key: str) -> list[bytes]:
+    from redis.asyncio import Redis
+
+    client = Redis.from_url(REDIS_URL)
+    try:
+        entries: Any = await client.xrange(key, "-", "+")  # redis-py types every reply loosely
+        return [fields[b"n"] for _, fields in entries]
+    finally:
+        await client.aclose()
+
+
+async def test_batches_go_out_at_once_on_one_connection_each_with_its_own_replies(
+    redis_prefix: str,
+) -> None:
+    key = f"{redis_prefix}s"
+    async with piped() as (pipe, proxy):
+        sent = [pipe.send([("XADD", key, "*", "n", str(n)), ("ECHO", f"batch {n}")])
+                for n in range(200)]
+        replies = await asyncio.gather(*sent)
+        assert [r[1] for r in replies] == [f"batch {n}".encode() for n in range(200)]
+        assert all(isinstance(r[0], bytes) and b"-" in r[0] for r in replies)  # stream ids
+        assert pipe.connections_opened == 1 and proxy.connections == 1
+    assert await stream(key) == [str(n).encode() for n in range(200)]
+
+
+async def test_a_refused_command_is_its_reply_and_the_rest_of_the_batch_stands(
+    redis_prefix: str,
+) -> None:
+    key = f"{redis_prefix}s"
+    async with piped() as (pipe, _):
+        replies = await pipe.send([("XADD", key, "*", "n", "1"), ("INCR", key),
+                                   ("PEXPIRE", key, 60_000)])
+    assert isinstance(replies[1], hiredis.ReplyError) and "WRONGTYPE" in str(replies[1])
+    assert replies[2] == 1
+    assert await stream(key) == [b"1"]
+
+
+async def test_a_batch_is_done_only_once_redis_answers_and_a_cancelled_caller_drops_nothing(
+    redis_prefix: str,
+) -> None:
+    key = f"{redis_prefix}s"
+    async with piped() as (pipe, proxy):
+        await pipe.send([("PING",)])  # connected
+        proxy.hold()
+        first = pipe.send([("XADD", key, "*", "n", "1")])
+
+        async def caller() -> None:
+            await first
+
+        waiter = asyncio.create_task(caller())
+        await asyncio.sleep(0.2)
+        assert not first.done() and proxy.held_bytes > 0
+        waiter.cancel()  # the caller gives up (its future with it): the batch is sent anyway
+        await asyncio.gather(waiter, return_exceptions=True)
+        assert first.cancelled()
+        second = pipe.send([("ECHO", "second")])
+        proxy.release()
+        assert await asyncio.wait_for(second, 5) == [b"second"]  # not the first batch's reply
+    assert await stream(key) == [b"1"]
+
+
+async def test_a_lost_connection_fails_its_batches_and_the_next_one_reconnects(
+    redis_prefix: str,
+) -> None:
+    key = f"{redis_prefix}s"
+    async with piped() as (pipe, proxy):
+        await pipe.send([("PING",)])
+        proxy.hold()
+        lost = pipe.send([("XADD", key, "*", "n", "1")])
+        await asyncio.sleep(0.1)
+        proxy.cut()
+        proxy.release()
+        with pytest.raises(ConnectionError):
+            await asyncio.wait_for(lost, 5)
+        assert await asyncio.wait_for(pipe.send([("XADD", key, "*", "n", "2")]), 5)
+        assert pipe.connections_opened == 2 and proxy.connections == 2
+    assert await stream(key) == [b"2"]
+
+
+async def test_redis_answering_nothing_fails_the_batch_after_the_timeout_and_no_late_reply_is_misread(
+) -> None:
+    async with piped(reply_timeout=0.3) as (pipe, proxy):
+        await pipe.send([("PING",)])
+        proxy.hold()
+        silent = pipe.send([("ECHO", "old")])
+        with pytest.raises(ConnectionError, match="answered nothing"):
+            await asyncio.wait_for(silent, 5)
+        proxy.release()  # the old request reaches Redis now: its reply must not be taken
+        assert await asyncio.wait_for(pipe.send([("ECHO", "new")]), 5) == [b"new"]
+        assert pipe.connections_opened == 2
+
+
+async def test_a_redis_that_cannot_be_reached_fails_the_batch() -> None:
+    from redis.asyncio import Redis
+
+    unused = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
+    port = unused.sockets[0].getsockname()[1]
+    unused.close()
+    await unused.wait_closed()
+    client = Redis.from_url(f"redis://127.0.0.1:{port}/0")
+    try:
+        async with RedisPipe(client, reply_timeout=2) as pipe:
+            with pytest.raises(ConnectionError, match="could not connect"):
+                await asyncio.wait_for(pipe.send([("PING",)]), 5)
+    finally:
+        await client.aclose()
+
+
+async def test_closing_waits_for_the_replies_due_and_refuses_later_batches(
+    redis_prefix: str,
+) -> None:
+    key = f"{redis_prefix}s"
+    async with piped() as (pipe, _):
+        sent = pipe.send([("XADD", key, "*", "n", "1")])  # not connected yet: queued
+    assert sent.done() and isinstance(sent.result()[0], bytes)
+    with pytest.raises(ConnectionError, match="closed"):
+        await pipe.send([("PING",)])
+    assert await stream(key) == [b"1"]
+
+
+def test_the_reply_timeout_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="reply_timeout"):
+        RedisPipe(object(), reply_timeout=0)
+
+
+_ROUNDS = st.lists(st.tuples(
+    st.booleans(),  # held: Redis gets nothing of the round's batches until its end
+    st.lists(st.integers(1, 4), min_size=1, max_size=4),  # the round's batches, by size
+    st.sampled_from(["release", "cut", "silence"]),  # how the round ends
+), min_size=1, max_size=5)
+_TIMEOUT = 0.1
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rounds=_ROUNDS)
+def test_every_batch_gets_its_own_replies_or_fails_whatever_the_connection_does(
+    rounds: list[tuple[bool, list[int], str]],
+) -> None:
+    """Rounds of batches, each round's traffic held or not, ending with Redis answering, the
+    connection cut, or Redis silent past the timeout: a batch gets exactly its own replies, or
+    ``ConnectionError`` when Redis cannot have answered it; never another batch's replies, and
+    the next round works on a new connection."""
+    with fresh_prefix():  # skips (or fails under CI) without Redis
+        asyncio.run(_run_rounds(rounds))
+
+
+async def _run_rounds(rounds: list[tuple[bool, list[int], str]]) -> None:
+    async with piped(reply_timeout=_TIMEOUT) as (pipe, proxy):
+        for number, (held, sizes, end) in enumerate(rounds):
+            if held:
+                proxy.hold()
+            sent = []
+            for batch, size in enumerate(sizes):
+                words = [f"{number}.{batch}.{i}".encode() for i in range(size)]
+                sent.append((words, pipe.send([("ECHO", w) for w in words])))
+            await asyncio.sleep(0.01)
+            if end == "cut":
+                proxy.cut()
+                # the pipe notices within a few loop turns; a batch sent before that fails
+                await asyncio.sleep(0.05)
+            elif end == "silence":
+                await asyncio.sleep(_TIMEOUT * 2)
+            proxy.release()
+            for words, done in sent:
+                try:
+                    replies = await asyncio.wait_for(done, 5)
+                except ConnectionError:
+                    assert end == "cut" or (held and end == "silence"), (number, words)
+                    continue
+                assert not held or end == "release", (number, words)
+                assert replies == words
