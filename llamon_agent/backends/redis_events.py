@@ -205,9 +205,8 @@ class RedisPublisher(LocalPublisher):
             self._writer = None
         if self._redis is not None:
             await self._drain()  # close markers queued by the last turns' ends
-        if self._pipe is not None:
+        if self._pipe is not None:  # kept: a write after this fails (logged), as Redis gone
             await self._pipe.__aexit__(*exc)
-            self._pipe = None
         if self._follower is not None:
             await self._follower.__aexit__(*exc)
             self._follower = None
@@ -255,7 +254,8 @@ class RedisPublisher(LocalPublisher):
     def _write_queued(self) -> None:
         """Send what is queued now, after every earlier write; each of the batch's tasks'
         ``_writing`` entry follows it until Redis has answered."""
-        assert self._pipe is not None
+        if self._pipe is None:
+            raise RuntimeError("the publisher is not running (use it as an async context)")
         batch = list(self._outbox)
         self._outbox.clear()
         self._pending.clear()

@@ -190,3 +190,16 @@ async def test_a_redis_that_answers_nothing_holds_a_turn_no_longer_than_the_writ
 def test_the_write_timeout_must_be_positive() -> None:
     with pytest.raises(ValueError, match="write_timeout"):
         RedisPublisher(InMemoryTaskStore(), None, REDIS_URL, write_timeout=0)
+
+
+async def test_a_write_after_closing_is_logged_not_raised(
+    redis_prefix: str, caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A turn that ends while the server shuts down, after the publisher closed: its events
+    are lost as with Redis gone (logged), and its end does not fail."""
+    async with proxied_publisher(redis_prefix) as (publisher, _):
+        pass
+    publisher._enqueue(event("late", 1, final=True))
+    await asyncio.wait_for(publisher._drain("late"), 5)
+    assert "1 events could not be written to Redis: the Redis pipe is closed" in caplog.text
+    assert await seqs(f"{redis_prefix}late") == []
