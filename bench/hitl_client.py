@@ -208,13 +208,18 @@ async def hitl_load(
     duration: float = 10.0,
     with_task_id: bool = False,
     max_round_trips: int = 1_000_000,
+    stagger: float = 0.0,
 ) -> HitlResult:
-    """``users`` concurrent users doing HITL round trips until ``duration`` seconds have passed."""
+    """``users`` concurrent users doing HITL round trips until ``duration`` seconds have passed;
+    with ``stagger``, user ``i`` connects ``i * stagger`` seconds after the first (a burst of
+    new connections all lands on one worker of ``--workers N``: bench/README.md, "Speed,
+    round seventeen")."""
     result = HitlResult()
     start = time.perf_counter()
     deadline = start + duration
 
-    async def user() -> None:
+    async def user(number: int) -> None:
+        await asyncio.sleep(number * stagger)
         conn = Connection(port)
         try:
             while time.perf_counter() < deadline and result.round_trips < max_round_trips:
@@ -226,7 +231,7 @@ async def hitl_load(
         finally:
             await conn.close()
 
-    await asyncio.gather(*(user() for _ in range(users)))
+    await asyncio.gather(*(user(number) for number in range(users)))
     result.seconds = time.perf_counter() - start
     return result
 

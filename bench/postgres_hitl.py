@@ -25,12 +25,15 @@ import contextlib
 import importlib.metadata as md
 import math
 import os
+import re
 import shutil
 import statistics
 import subprocess
 import sys
+import threading
 import time
 import uuid
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -182,10 +185,25 @@ def redis_ticks(pids: list[int]) -> int:
     return total
 
 
+def connection_split(port: int) -> list[int]:
+    """The load's connections to ``port`` now, counted per server process holding them (``ss``),
+    most first: with ``--workers 2`` the kernel hands each new connection to whichever worker
+    accepts first, so one run's 16 users may land 8/8 or 16/0."""
+    try:
+        listing = subprocess.run(
+            ["ss", "-Htnp", "state", "established", f"( sport = :{port} )"],
+            capture_output=True, text=True, timeout=5, check=False).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    holders = Counter(tuple(sorted(set(re.findall(r"pid=(\d+)", line))))
+                      for line in listing.splitlines())
+    return sorted(holders.values(), reverse=True)
+
+
 def measure(server: ServerProcess, v: Variant, database: str | None, warmup: float,
-            duration: float) -> dict[str, Any]:
+            duration: float, stagger: float = 0.0) -> dict[str, Any]:
     task_id = v.sdk  # the SDK does not resume a task by contextId
-    asyncio.run(hc.hitl_load(v.port, duration=warmup, with_task_id=task_id))
+    asyncio.run(hc.hitl_load(v.port, duration=warmup, with_task_id=task_id, stagger=stagger))
     pg = PostgresCpu(database) if database else None
     redis = redis_pids()
     busy0, own0, cpu0 = machine_busy_ticks(), os.times(), tree_cpu_ticks(server.pid)
@@ -193,9 +211,15 @@ def measure(server: ServerProcess, v: Variant, database: str | None, warmup: flo
     t0 = time.monotonic()
     if pg:
         pg.__enter__()
+    split: list[int] = []
+    sampler = threading.Timer(duration / 2, lambda: split.extend(connection_split(v.port)))
+    sampler.start()
     try:
-        result = asyncio.run(hc.hitl_load(v.port, duration=duration, with_task_id=task_id))
+        result = asyncio.run(hc.hitl_load(v.port, duration=duration, with_task_id=task_id,
+                                          stagger=stagger))
     finally:
+        sampler.cancel()
+        sampler.join()
         if pg:
             pg.__exit__(None, None, None)
     elapsed = time.monotonic() - t0
@@ -225,6 +249,7 @@ def measure(server: ServerProcess, v: Variant, database: str | None, warmup: flo
         "other_pct": max(0.0, (busy_s - server_s - backends_s - background_s - redis_s - load_s)
                          / elapsed * 100),
         "rss_mb": tree_rss_kb(server.pid) / 1024,
+        "connections_per_process": split,
     })
     return out
 
@@ -243,7 +268,7 @@ def run_variant(v: Variant, rep: int, s: argparse.Namespace) -> dict[str, Any]:
                                cwd=ROOT)
         server.start()
         try:
-            out = measure(server, v, facts.get("database"), s.warmup, s.duration)
+            out = measure(server, v, facts.get("database"), s.warmup, s.duration, s.stagger)
         finally:
             server.stop()
         out.update(facts)
@@ -299,7 +324,8 @@ def report(data: dict[str, Any]) -> str:
     s = data["settings"]
     out = [f"Machine: {', '.join(f'{k} {v}' for k, v in data['machine'].items())}.",
            f"Settings: {s['reps']} repetition(s), {s['warmup']:g} s warm-up + {s['duration']:g} s "
-           f"per run, 16 users, synchronous_commit={s['synchronous_commit']} on every PostgreSQL "
+           f"per run, 16 users (connecting {s.get('stagger', 0.0):g} s apart), "
+           f"synchronous_commit={s['synchronous_commit']} on every PostgreSQL "
            "connection (ALTER DATABASE), medians over repetitions.", ""]
     if data.get("workers_note"):
         out += [data["workers_note"], ""]
@@ -329,6 +355,12 @@ def report(data: dict[str, Any]) -> str:
         r = ratio(a, b, key)
         if not math.isnan(r):
             out.append(f"| {title} | {r:.2f} |")
+    if "ours-pg-2w" in runs and "ours-pg" in runs:
+        out += ["", "| repetition | 2 workers: the load's connections per worker | total CPU per "
+                "round trip, 2 workers / 1 |", "|---:|---|---:|"]
+        for i, (two, one) in enumerate(zip(runs["ours-pg-2w"], runs["ours-pg"], strict=False)):
+            split = "/".join(map(str, two.get("connections_per_process") or [])) or "?"
+            out.append(f"| {i + 1} | {split} | {two['total_cpu_ms'] / one['total_cpu_ms']:.2f} |")
     problems = [f"- {k} rep {i}: {r['errors']} errors {r['error_samples'][:2]}; "
                 f"{r['log']['tracebacks']} tracebacks, lines {r['log']['top_lines'][:3]}"
                 for k in keys for i, r in enumerate(runs[k])
@@ -369,6 +401,9 @@ def main() -> None:
                         "`llamon-agent serve --workers`, skipped with a note when it is missing)")
     p.add_argument("--synchronous-commit", choices=["on", "off"], default="on",
                    help="PostgreSQL's synchronous_commit for every connection of both servers")
+    p.add_argument("--stagger", type=float, default=0.0,
+                   help="seconds between two users' first connections (default 0: all at once, "
+                        "and a burst of connections lands on one worker of --workers 2)")
     p.add_argument("--name", default=NAME, help="result files bench/results/NAME.md and .json")
     s = p.parse_args()
     s.reps = s.reps or (1 if s.quick else 3)
@@ -392,7 +427,7 @@ def main() -> None:
     data: dict[str, Any] = {
         "machine": machine(), "workers_note": note, "runs": {v.key: [] for v in variants},
         "settings": {"reps": s.reps, "warmup": s.warmup, "duration": s.duration,
-                     "synchronous_commit": s.synchronous_commit},
+                     "synchronous_commit": s.synchronous_commit, "stagger": s.stagger},
     }
     started = time.monotonic()
     for rep in range(s.reps):
@@ -403,7 +438,8 @@ def main() -> None:
             data["runs"][v.key].append(r)
             print(f"{r['round_trips_per_s']:.0f} round trips/s, {r['total_cpu_ms']:.2f} ms CPU "
                   f"each (server {r['server_cpu_ms']:.2f}, PostgreSQL {r['pg_backend_cpu_ms']:.2f}"
-                  f" + {r['pg_background_cpu_ms']:.2f}), errors {r['errors']}", flush=True)
+                  f" + {r['pg_background_cpu_ms']:.2f}), errors {r['errors']}, connections per "
+                  f"process {'/'.join(map(str, r['connections_per_process'])) or '?'}", flush=True)
     data["seconds"] = time.monotonic() - started
     write_results(s.name, "PostgreSQL HITL benchmark", report(data), data)
 

@@ -1,15 +1,15 @@
 """``RedisPipe``: one Redis connection that carries many writes at once, pipelined.
 
 The event relay (``redis_events.py``) writes a small batch of commands at every turn's end and
-waits for Redis to have it. With redis-py, each batch is a ``pipeline()`` on a connection of the
-client's pool: 90-120 µs of the server's CPU per batch (taking a connection from the pool,
-building the pipeline, parsing each reply through its callbacks), about a tenth of the CPU of a
-HITL round trip on PostgreSQL with four such batches, and one connection per batch in flight.
-Here every batch is packed by hiredis and written at once on one connection, in the order of the
-calls, without waiting for the earlier ones' replies; the replies come back in the same order
-(Redis answers a connection's commands in turn), and a reader task hands each batch its own
-(12-37 µs per batch, bench/README.md, "Speed, round seventeen"). One connection in order also
-keeps every stream's events in the order they were sent.
+waits for Redis to have it. With redis-py each batch was a ``pipeline()`` on a connection of the
+client's pool (taking the connection, building the pipeline, parsing each reply through its
+callbacks): 88-121 µs of CPU per batch in a loop, and one pooled connection per batch in
+flight. Here every batch is packed by hiredis and written at once on one connection, in the
+order of the calls, without waiting for the earlier ones' replies; Redis answers a connection's
+commands in turn, and a reader task parses the replies (hiredis) and hands each batch its own:
+12-38 µs per batch, and 0.90x the CPU per PostgreSQL HITL round trip with Redis events
+(bench/README.md, "Speed, round seventeen"). One connection in order also keeps every stream's
+events in the order they were sent.
 
 ``send`` is synchronous: once it returns, the batch is on the connection (or queued, in order,
 for the connection being opened), so a caller cancelled while it waits for the replies drops
@@ -24,14 +24,14 @@ TLS, user, password, database, protocol from its URL), then its streams are used
 ``_reader`` and ``_writer`` are redis-py's private attributes of ``redis.asyncio.Connection``
 (from 5.0 through 8.x; ``pyproject.toml`` caps redis below 9), used here and nowhere else. Were
 they renamed, opening the connection would fail with an ``AttributeError`` and every relayed
-write with it (``tests/replicas/test_redis_pipe.py`` would fail).
+write with it (``tests/replicas/test_redis_pipe.py`` would fail). The connection object is kept
+while its streams are in use: it closes them when it is collected.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -42,8 +42,6 @@ import hiredis
 from ..core.background import stop_task
 
 __all__ = ["Command", "RedisPipe"]
-
-log = logging.getLogger(__name__)
 
 #: one command: its name and arguments, as hiredis packs them
 Command = Sequence[bytes | str | int]
@@ -172,7 +170,7 @@ class RedisPipe:
                 while (reply := self._parser.gets()) is not False:
                     self._deliver(reply)
             lost = ConnectionError("Redis closed the connection")
-        except (OSError, hiredis.ProtocolError, _UnexpectedReply) as exc:
+        except Exception as exc:  # OSError, hiredis.ProtocolError, _UnexpectedReply, ...
             lost = ConnectionError(f"the Redis connection failed: {exc!r}")
         self._drop(lost)
 

@@ -6,11 +6,26 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from tests.backends_redis import REDIS_URL
 
-__all__ = ["RedisProxy"]
+__all__ = ["RedisProxy", "redis_client"]
+
+
+@asynccontextmanager
+async def redis_client(url: str = REDIS_URL) -> AsyncIterator[Any]:
+    """A redis-py client of ``url`` (the test Redis), closed on the way out."""
+    from redis.asyncio import Redis
+
+    client = Redis.from_url(url)
+    try:
+        yield client
+    finally:
+        await client.aclose()
 
 
 class RedisProxy:

@@ -16,32 +16,21 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from llamon_agent.backends.redis_pipe import RedisPipe
-from tests.backends_redis import REDIS_URL, fresh_prefix
-from tests.replicas.redis_proxy import RedisProxy
+from tests.backends_redis import fresh_prefix
+from tests.replicas.redis_proxy import RedisProxy, redis_client
 
 
 @asynccontextmanager
 async def piped(*, reply_timeout: float = 5.0) -> AsyncIterator[tuple[RedisPipe, RedisProxy]]:
-    from redis.asyncio import Redis
-
-    async with RedisProxy() as proxy:
-        client = Redis.from_url(proxy.url)
-        try:
-            async with asyncio.timeout(20), RedisPipe(client, reply_timeout=reply_timeout) as pipe:
-                yield pipe, proxy
-        finally:
-            await client.aclose()
+    async with RedisProxy() as proxy, redis_client(proxy.url) as client, asyncio.timeout(20), \
+            RedisPipe(client, reply_timeout=reply_timeout) as pipe:
+        yield pipe, proxy
 
 
 async def stream(key: str) -> list[bytes]:
-    from redis.asyncio import Redis
-
-    client = Redis.from_url(REDIS_URL)
-    try:
+    async with redis_client() as client:
         entries: Any = await client.xrange(key, "-", "+")  # redis-py types every reply loosely
         return [fields[b"n"] for _, fields in entries]
-    finally:
-        await client.aclose()
 
 
 async def test_batches_go_out_at_once_on_one_connection_each_with_its_own_replies(
@@ -126,19 +115,14 @@ async def test_redis_answering_nothing_fails_the_batch_after_the_timeout_and_no_
 
 
 async def test_a_redis_that_cannot_be_reached_fails_the_batch() -> None:
-    from redis.asyncio import Redis
-
     unused = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
     port = unused.sockets[0].getsockname()[1]
     unused.close()
     await unused.wait_closed()
-    client = Redis.from_url(f"redis://127.0.0.1:{port}/0")
-    try:
-        async with RedisPipe(client, reply_timeout=2) as pipe:
-            with pytest.raises(ConnectionError, match="could not connect"):
-                await asyncio.wait_for(pipe.send([("PING",)]), 5)
-    finally:
-        await client.aclose()
+    async with redis_client(f"redis://127.0.0.1:{port}/0") as client, \
+            RedisPipe(client, reply_timeout=2) as pipe:
+        with pytest.raises(ConnectionError, match="could not connect"):
+            await asyncio.wait_for(pipe.send([("PING",)]), 5)
 
 
 async def test_closing_waits_for_the_replies_due_and_refuses_later_batches(

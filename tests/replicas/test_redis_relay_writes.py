@@ -24,7 +24,7 @@ from llamon_agent.backends.redis_stream import decode
 from llamon_agent.runtime.messages import status
 from llamon_agent.stores.memory import InMemoryTaskStore
 from tests.backends_redis import REDIS_URL
-from tests.replicas.redis_proxy import RedisProxy
+from tests.replicas.redis_proxy import RedisProxy, redis_client
 
 
 @asynccontextmanager
@@ -33,22 +33,16 @@ async def proxied_publisher(
 ) -> AsyncIterator[tuple[RedisPublisher, RedisProxy]]:
     """A publisher (the writer's delay never reached) whose Redis is behind the proxy; the
     proxy lets everything through again on the way out, so that closing never waits."""
-    from redis.asyncio import Redis
-
-    async with RedisProxy() as proxy:
-        client = Redis.from_url(proxy.url)
+    async with RedisProxy() as proxy, redis_client(proxy.url) as client, \
+            RedisPublisher(InMemoryTaskStore(), None, client, prefix=prefix, relay_delay=60,
+                           write_timeout=write_timeout) as publisher:
         try:
-            async with RedisPublisher(InMemoryTaskStore(), None, client, prefix=prefix,
-                                      relay_delay=60, write_timeout=write_timeout) as publisher:
-                try:
-                    async with asyncio.timeout(20):
-                        publisher._enqueue(event("warm", 1))  # connected before a hold
-                        await publisher._drain("warm")
-                        yield publisher, proxy
-                finally:
-                    proxy.release()
+            async with asyncio.timeout(20):
+                publisher._enqueue(event("warm", 1))  # connected before a hold
+                await publisher._drain("warm")
+                yield publisher, proxy
         finally:
-            await client.aclose()
+            proxy.release()
 
 
 async def held_write(publisher: RedisPublisher, proxy: RedisProxy, task_id: str,
@@ -69,14 +63,9 @@ def event(task_id: str, seq: int, *, final: bool = False) -> _Outgoing:
 
 
 async def seqs(key: str) -> list[int]:
-    from redis.asyncio import Redis
-
-    client = Redis.from_url(REDIS_URL)
-    try:
+    async with redis_client() as client:
         entries: Any = await client.xrange(key, "-", "+")  # redis-py types every reply loosely
         return [decode(raw_id, fields).seq for raw_id, fields in entries]
-    finally:
-        await client.aclose()
 
 
 async def test_a_drain_returns_once_redis_has_the_events(redis_prefix: str) -> None:
