@@ -9,6 +9,7 @@ import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import hiredis
 import pytest
@@ -16,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from llamon_agent.backends.redis_pipe import RedisPipe
-from tests.backends_redis import fresh_prefix
+from tests.backends_redis import REDIS_URL, fresh_prefix
 from tests.replicas.redis_proxy import RedisProxy, redis_client
 
 
@@ -188,3 +189,37 @@ async def _run_rounds(rounds: list[tuple[bool, list[int], str]]) -> None:
                     continue
                 assert not held or end == "release", (number, words)
                 assert replies == words
+
+
+async def test_the_connection_is_opened_as_the_url_says(redis_prefix: str) -> None:
+    """User, password and database from the client's URL (redis-py opens the connection): a
+    user allowed only the test's keys writes those, is refused the others (a refused command
+    is its reply), and a wrong password fails the batch with the reason."""
+    user, password = f"{redis_prefix.rstrip(':')}_user", "s3cret-pw"
+    async with redis_client() as admin:
+        await admin.acl_setuser(user, enabled=True, passwords=[f"+{password}"],
+                                keys=[f"{redis_prefix}*"], commands=["+@all"])
+        try:
+            async with redis_client(_as_user(user, password)) as client, \
+                    RedisPipe(client, reply_timeout=5) as pipe:
+                allowed, refused, who, info = await pipe.send([
+                    ("XADD", f"{redis_prefix}s", "*", "n", "1"),
+                    ("XADD", "llamon_other:s", "*", "n", "1"),
+                    ("ACL", "WHOAMI"), ("CLIENT", "INFO")])
+            assert isinstance(allowed, bytes)
+            assert isinstance(refused, hiredis.ReplyError) and "NOPERM" in str(refused)
+            assert who == user.encode()
+            assert f" db={urlsplit(REDIS_URL).path.strip('/') or 0} ".encode() in info
+            async with redis_client(_as_user(user, "wrong")) as client, \
+                    RedisPipe(client, reply_timeout=5) as pipe:
+                with pytest.raises(ConnectionError, match="could not connect"):
+                    await pipe.send([("PING",)])
+        finally:
+            await admin.acl_deluser(user)
+    assert await stream(f"{redis_prefix}s") == [b"1"]
+
+
+def _as_user(user: str, password: str) -> str:
+    """The test Redis's URL, signed in as ``user``."""
+    parts = urlsplit(REDIS_URL)
+    return urlunsplit(parts._replace(netloc=f"{user}:{password}@{parts.hostname}:{parts.port or 6379}"))
