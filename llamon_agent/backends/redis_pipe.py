@@ -75,7 +75,7 @@ class RedisPipe:
         self._sent: deque[_Batch] = deque()
         #: waiting for the connection being opened, in the order of the calls
         self._queued: list[_Batch] = []
-        self._timer: asyncio.TimerHandle | None = None
+        self._timer: asyncio.Handle | None = None
         self._closed = False
         self.connections_opened = 0
 
@@ -185,16 +185,27 @@ class RedisPipe:
                 batch.done.set_result(batch.replies)
 
     def _check_replies(self) -> None:
-        """Drop the connection once the oldest batch has waited ``reply_timeout``."""
+        """Once the oldest batch has waited ``reply_timeout``, check again after the loop's
+        pending callbacks: a loop that stalled (a long collection, a blocking call) runs this
+        timer before the reader task that has its replies waiting in the socket, whose wake-up
+        is queued behind it, and the connection must not be dropped for that."""
         self._timer = None
         if not self._sent:
             return
         loop = asyncio.get_running_loop()
-        due = self._sent[0].sent_at + self._reply_timeout
+        oldest = self._sent[0]
+        due = oldest.sent_at + self._reply_timeout
         if loop.time() < due:
             self._timer = loop.call_at(due, self._check_replies)
         else:
+            self._timer = loop.call_soon(self._confirm_silence, oldest)
+
+    def _confirm_silence(self, oldest: _Batch) -> None:
+        self._timer = None
+        if self._sent and self._sent[0] is oldest:
             self._drop(ConnectionError(f"Redis answered nothing for {self._reply_timeout} s"))
+        else:
+            self._check_replies()  # answered meanwhile: time the next one
 
     def _drop(self, exc: Exception) -> None:
         """Close the connection and fail every batch sent on it: a reply still on its way
