@@ -131,17 +131,19 @@ async def test_a_drain_waits_for_the_write_that_took_its_events(redis_prefix: st
 
 async def test_a_cancelled_drain_drops_no_events(redis_prefix: str) -> None:
     """A turn cancelled while its write is on its way: the write still lands, with the other
-    task's events it carries."""
+    task's events it carries, and the other task's turn, waiting for the same write, is not
+    cancelled with it."""
     async with proxied_publisher(redis_prefix) as (publisher, proxy):
         first = await held_write(publisher, proxy, "t")
         publisher._enqueue(event("t", 2, final=True))
         publisher._enqueue(event("u", 1, final=True))
         cancelled = asyncio.create_task(publisher._drain("t"))
+        other = asyncio.create_task(publisher._drain("u"))  # the same write as "t"'s
         await asyncio.sleep(0.1)
         cancelled.cancel()
         await asyncio.gather(cancelled, return_exceptions=True)
         proxy.release()
-        await asyncio.wait_for(first, 5)
+        await asyncio.wait_for(asyncio.gather(first, other), 5)
         await asyncio.wait_for(publisher._drain(), 5)
         assert await seqs(f"{redis_prefix}t") == [1, 2]
         assert await seqs(f"{redis_prefix}u") == [1]
