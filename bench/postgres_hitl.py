@@ -7,7 +7,10 @@ Servers (each run on a fresh SQLite file or a freshly created PostgreSQL databas
 the end): ``llamon-agent serve bench.agents:AGENTS --db FILE|postgresql://...``, and the official
 a2a-sdk with the same LangGraph graph on ``AsyncSqliteSaver`` or ``AsyncPostgresSaver``
 (bench/servers/a2a_sdk_langgraph.py). ``--workers 2`` adds ``llamon-agent serve --workers 2``
-(PostgreSQL and ``--events redis://``) when the CLI has the flag, and says so when it does not.
+(PostgreSQL and ``--events redis://``) when the CLI has the flag, and says so when it does not;
+``ours-pg-events`` is one worker with the same Redis events, so that what two workers cost splits
+into the relay (``ours-pg-events`` against ``ours-pg``) and the second process (``ours-pg-2w``
+against ``ours-pg-events``).
 Every server runs on core 0, its workers too, and the load generator on core 1. Per
 repetition (order rotated) each server gets 2 s of warm-up and ``--duration`` s of 16 users doing
 HITL round trips (bench/hitl_client.py); measured: round trips/s, latencies, the server's
@@ -79,13 +82,18 @@ class Variant:
     postgres: bool
     workers: int = 1
     port: int = 9311
+    events: bool = False  # stream events through Redis (--events redis://...)
 
 
 VARIANTS = [
     Variant("ours-sqlite", "llamon-agent, SQLite", False, False, port=9311),
     Variant("ours-pg", "llamon-agent, PostgreSQL", False, True, port=9312),
     Variant("ours-pg-2w", "llamon-agent, PostgreSQL, --workers 2 + Redis events", False, True,
-            workers=2, port=9313),
+            workers=2, port=9313, events=True),
+    # one worker with the events of two: splits what two workers cost into the relay through
+    # Redis (this against ours-pg) and the second process (ours-pg-2w against this)
+    Variant("ours-pg-events", "llamon-agent, PostgreSQL, 1 worker + Redis events", False, True,
+            port=9316, events=True),
     Variant("sdk-sqlite", "a2a-sdk + same graph, AsyncSqliteSaver", True, False, port=9314),
     Variant("sdk-pg", "a2a-sdk + same graph, AsyncPostgresSaver", True, True, port=9315),
 ]
@@ -257,7 +265,7 @@ def measure(server: ServerProcess, v: Variant, database: str | None, warmup: flo
 def run_variant(v: Variant, rep: int, s: argparse.Namespace) -> dict[str, Any]:
     tag = f"rep{rep}"
     with storage(v, tag, s.synchronous_commit) as (db, facts), \
-            (redis_prefix() if v.workers > 1 else _none()) as prefix:
+            (redis_prefix() if v.events else _none()) as prefix:
         events = f"{REDIS_URL}?prefix={prefix}" if prefix else None
         log = RESULTS / "logs" / f"{NAME}-{v.key}-{tag}.log"
         # every variant on the server core, workers too (they inherit the parent's affinity):
@@ -293,7 +301,7 @@ ROWS: list[tuple[str, str, int]] = [
     ("server CPU per round trip / ms", "server_cpu_ms", 2),
     ("PostgreSQL backends' CPU per round trip / ms", "pg_backend_cpu_ms", 2),
     ("PostgreSQL background processes' CPU per round trip / ms", "pg_background_cpu_ms", 2),
-    ("Redis's CPU per round trip / ms (the 2 workers' events; idle otherwise)", "redis_cpu_ms", 2),
+    ("Redis's CPU per round trip / ms (the relayed events; idle otherwise)", "redis_cpu_ms", 2),
     ("total CPU per round trip (server + PostgreSQL + Redis) / ms", "total_cpu_ms", 2),
     ("load generator CPU per round trip / ms", "load_generator_cpu_ms", 2),
     ("PostgreSQL backends of the run's database", "pg_backends", 0),
@@ -351,16 +359,25 @@ def report(data: dict[str, Any]) -> str:
         ("ours-pg-2w", "ours-pg", "round_trips_per_s", "round trips/s, ours on PostgreSQL: 2 workers / 1"),
         ("ours-pg-2w", "ours-pg", "total_cpu_ms",
          "total CPU per round trip (servers + PostgreSQL + Redis), ours: 2 workers / 1"),
+        ("ours-pg-events", "ours-pg", "total_cpu_ms",
+         "the relay: total CPU per round trip, 1 worker with Redis events / without"),
+        ("ours-pg-2w", "ours-pg-events", "total_cpu_ms",
+         "the second process: total CPU per round trip, 2 workers / 1, both with Redis events"),
     ]:
         r = ratio(a, b, key)
         if not math.isnan(r):
             out.append(f"| {title} | {r:.2f} |")
     if "ours-pg-2w" in runs and "ours-pg" in runs:
+        relayed = runs.get("ours-pg-events") or []
         out += ["", "| repetition | 2 workers: the load's connections per worker | total CPU per "
-                "round trip, 2 workers / 1 |", "|---:|---|---:|"]
+                "round trip, 2 workers / 1 | 1 worker: with Redis events / without | 2 workers / "
+                "1, both with Redis events |", "|---:|---|---:|---:|---:|"]
         for i, (two, one) in enumerate(zip(runs["ours-pg-2w"], runs["ours-pg"], strict=False)):
             split = "/".join(map(str, two.get("connections_per_process") or [])) or "?"
-            out.append(f"| {i + 1} | {split} | {two['total_cpu_ms'] / one['total_cpu_ms']:.2f} |")
+            relay = relayed[i]["total_cpu_ms"] if i < len(relayed) else math.nan
+            out.append(f"| {i + 1} | {split} | {two['total_cpu_ms'] / one['total_cpu_ms']:.2f} | "
+                       f"{fmt(relay / one['total_cpu_ms'], 2)} | "
+                       f"{fmt(two['total_cpu_ms'] / relay, 2)} |")
     problems = [f"- {k} rep {i}: {r['errors']} errors {r['error_samples'][:2]}; "
                 f"{r['log']['tracebacks']} tracebacks, lines {r['log']['top_lines'][:3]}"
                 for k in keys for i, r in enumerate(runs[k])
