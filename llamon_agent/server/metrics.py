@@ -141,6 +141,9 @@ class Metrics:
         self._methods = RPC_METHODS
         # the children of the request series by (method, outcome), without labels()' lock
         self._request_children: dict[tuple[str, str], tuple[Any, Any]] = {}
+        # the children of the task series by (series, label values), likewise: labels() costs
+        # a lock and its checks at every state change (bench/README.md, "Speed, round eighteen")
+        self._task_children: dict[tuple[str, str, str], Any] = {}
         self.name_routes(routes)
         self.registry = CollectorRegistry()
         r = self.registry
@@ -220,6 +223,23 @@ class Metrics:
             self._request_children[key] = children
         children[0].inc()
         children[1].observe(seconds)
+
+    def state_changed(self, agent_id: str, state: str) -> None:
+        self._task_child("state_changes", self.agent(agent_id), self.state(state)).inc()
+
+    def turn_ended(self, agent_id: str, state: str, seconds: float) -> None:
+        self._task_child("turn_seconds", self.agent(agent_id), self.state(state)).observe(seconds)
+
+    def resumed(self, agent_id: str) -> None:
+        self._task_child("resumes", self.agent(agent_id), "").inc()
+
+    def _task_child(self, series: str, agent: str, state: str) -> Any:
+        key = (series, agent, state)
+        child = self._task_children.get(key)
+        if child is None:  # at most one entry per series: the labels are fixed sets
+            labels = (agent, state) if state else (agent,)
+            child = self._task_children[key] = getattr(self, series).labels(*labels)
+        return child
 
     def admission_wait(self, change: int) -> None:
         """A request started (+1) or stopped (-1) waiting for admission."""

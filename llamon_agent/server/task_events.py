@@ -24,9 +24,7 @@ class TaskEvents:
         self._metrics = metrics
 
     def task_state(self, record: StoredTask) -> None:
-        self._metrics.state_changes.labels(
-            self._metrics.agent(record.agent_id), self._metrics.state(record.state)
-        ).inc()
+        self._metrics.state_changed(record.agent_id, record.state)
         if log.isEnabledFor(logging.INFO):
             log.info("task state", extra=fields(
                 event="task",
@@ -38,9 +36,7 @@ class TaskEvents:
             ))
 
     def turn_ended(self, record: StoredTask, seconds: float) -> None:
-        self._metrics.turn_seconds.labels(
-            self._metrics.agent(record.agent_id), self._metrics.state(record.state)
-        ).observe(seconds)
+        self._metrics.turn_ended(record.agent_id, record.state, seconds)
 
     def resumed(self, record: StoredTask) -> None:
-        self._metrics.resumes.labels(self._metrics.agent(record.agent_id)).inc()
+        self._metrics.resumed(record.agent_id)

@@ -241,3 +241,33 @@ async def test_no_client_can_grow_the_number_of_series(seed: int) -> None:
         from app.main import AGENTS
 
         assert unfixed_labels(after, app_routes, {a.id for a in AGENTS}) == []
+
+
+def test_task_series_keep_each_agent_and_state_apart() -> None:
+    """The task series' children are kept per label values (no ``labels()`` per change): each
+    agent and state counts on its own, an unknown agent or state as ``other``."""
+    from prometheus_client.exposition import generate_latest
+
+    from llamon_agent.server.metrics import Metrics
+
+    metrics = Metrics(["a", "b"])
+    for agent, state in [("a", "working"), ("a", "working"), ("b", "working"),
+                         ("a", "completed"), ("stranger", "working"), ("b", "no-such-state")]:
+        metrics.state_changed(agent, state)
+    metrics.turn_ended("a", "completed", 0.5)
+    metrics.turn_ended("b", "completed", 1.5)
+    metrics.turn_ended("b", "completed", 2.5)
+    metrics.resumed("b")
+    metrics.resumed("nobody")
+    series = parse_metrics(generate_latest(metrics.registry).decode())
+    changes = "llamon_task_state_changes_total"
+    assert value(series, changes, agent="a", state="working") == 2
+    assert value(series, changes, agent="b", state="working") == 1
+    assert value(series, changes, agent="a", state="completed") == 1
+    assert value(series, changes, agent="other", state="working") == 1
+    assert value(series, changes, agent="b", state="other") == 1
+    turns = "llamon_turn_duration_seconds"
+    assert value(series, f"{turns}_count", agent="a", state="completed") == 1
+    assert value(series, f"{turns}_sum", agent="b", state="completed") == 4.0
+    assert value(series, "llamon_task_resumes_total", agent="b") == 1
+    assert value(series, "llamon_task_resumes_total", agent="other") == 1
