@@ -24,7 +24,6 @@ import argparse
 import asyncio
 import contextlib
 import os
-import statistics
 import sys
 import threading
 import time
@@ -38,6 +37,7 @@ ROOT = BENCH.parent
 sys.path.insert(0, str(ROOT))
 
 from bench import hitl_client as hc  # noqa: E402
+from bench.alternate import quartiles  # noqa: E402
 from bench.pgdb import PostgresCpu, stop_on_sigterm, write_results  # noqa: E402
 from bench.postgres_hitl import (  # noqa: E402
     LOAD_CORE,
@@ -115,13 +115,6 @@ def one_slice(side: Side, seconds: float, stagger: float) -> dict[str, Any]:
     return {"round_trips_per_s": done / result.seconds, "server_ms": per(server),
             "postgres_ms": per(pg.backend_ticks), "redis_ms": per(relay),
             "total_ms": per(server + pg.backend_ticks + relay), "split": split}
-
-
-def quartiles(values: list[float]) -> tuple[float, float, float]:
-    if len(values) < 2:
-        return values[0], values[0], values[0]
-    low, mid, high = statistics.quantiles(values, n=4)
-    return low, mid, high
 
 
 def report(a: Side, b: Side, args: argparse.Namespace) -> str:
