@@ -100,15 +100,10 @@ def served(step: str, db: str, seconds: float, users: int, folder: str) -> float
         server.start()
         try:
             asyncio.run(hc.hitl_load(port, users=users, duration=WARMUP))
-            pg = PostgresCpu(database.name) if database is not None else None
-            if pg is not None:
-                pg.__enter__()
             cpu0 = tree_cpu_ticks(server.pid)
-            try:
+            with (PostgresCpu(database.name) if database is not None
+                  else contextlib.nullcontext()) as pg:
                 result = asyncio.run(hc.hitl_load(port, users=users, duration=seconds))
-            finally:
-                if pg is not None:
-                    pg.__exit__(None, None, None)
             ticks = tree_cpu_ticks(server.pid) - cpu0 + (pg.backend_ticks if pg else 0)
         finally:
             server.stop()

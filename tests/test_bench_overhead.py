@@ -14,7 +14,7 @@ from bench import hitl_client as hc
 from bench.in_process import call, task_in_state
 from bench.overhead import report
 from bench.procs import ServerProcess
-from bench.profile_groups import Groups, read
+from bench.profile_groups import read
 from bench.profile_groups import report as groups_report
 from bench.servers.canned import app
 from tests.process.conftest import _free_port
@@ -105,4 +105,3 @@ def test_an_empty_profile_is_refused(tmp_path: Path) -> None:
     empty.write_text("")
     with pytest.raises(SystemExit, match="no samples"):
         main([str(empty)])
-    assert Groups().samples == 0

@@ -139,11 +139,10 @@ class Metrics:
     def __init__(self, agents: Iterable[str], routes: Iterable[Route] = ()) -> None:
         self._agents = frozenset(agents)
         self._methods = RPC_METHODS
-        # the children of the request series by (method, outcome), without labels()' lock
-        self._request_children: dict[tuple[str, str], tuple[Any, Any]] = {}
-        # the children of the task series by (series, label values), likewise: labels() costs
-        # a lock and its checks at every state change (bench/README.md, "Speed, round eighteen")
-        self._task_children: dict[tuple[str, str, str], Any] = {}
+        # each series' children by their label values: labels() costs a lock and its checks at
+        # every request and state change (bench/README.md, "Speed, round eighteen"); every label
+        # is a fixed set, so this holds at most one entry per series
+        self._children: dict[tuple[Any, tuple[str, ...]], Any] = {}
         self.name_routes(routes)
         self.registry = CollectorRegistry()
         r = self.registry
@@ -216,29 +215,24 @@ class Metrics:
     # ----------------------------------------------------------------------- updates
 
     def request(self, method: str, outcome: str, seconds: float) -> None:
-        key = (self.method(method), outcome if outcome in OUTCOMES else "error")
-        children = self._request_children.get(key)
-        if children is None:  # at most one entry per series: both labels are fixed sets
-            children = (self.requests.labels(*key), self.request_seconds.labels(key[0]))
-            self._request_children[key] = children
-        children[0].inc()
-        children[1].observe(seconds)
+        label = self.method(method)
+        self._child(self.requests, label, outcome if outcome in OUTCOMES else "error").inc()
+        self._child(self.request_seconds, label).observe(seconds)
 
     def state_changed(self, agent_id: str, state: str) -> None:
-        self._task_child("state_changes", self.agent(agent_id), self.state(state)).inc()
+        self._child(self.state_changes, self.agent(agent_id), self.state(state)).inc()
 
     def turn_ended(self, agent_id: str, state: str, seconds: float) -> None:
-        self._task_child("turn_seconds", self.agent(agent_id), self.state(state)).observe(seconds)
+        self._child(self.turn_seconds, self.agent(agent_id), self.state(state)).observe(seconds)
 
     def resumed(self, agent_id: str) -> None:
-        self._task_child("resumes", self.agent(agent_id), "").inc()
+        self._child(self.resumes, self.agent(agent_id)).inc()
 
-    def _task_child(self, series: str, agent: str, state: str) -> Any:
-        key = (series, agent, state)
-        child = self._task_children.get(key)
-        if child is None:  # at most one entry per series: the labels are fixed sets
-            labels = (agent, state) if state else (agent,)
-            child = self._task_children[key] = getattr(self, series).labels(*labels)
+    def _child(self, series: Any, *labels: str) -> Any:
+        key = (series, labels)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = series.labels(*labels)
         return child
 
     def admission_wait(self, change: int) -> None:
