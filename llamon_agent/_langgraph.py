@@ -23,6 +23,9 @@ Uses in this module:
 5. ``CompiledStateGraph.builder`` and the compile options a ``Pregel`` keeps
    (``interrupt_before_nodes``, ``interrupt_after_nodes``, ``store``, ``name``,
    ``checkpointer``): :func:`compiled_builder`, :func:`compile_like`, :func:`checkpointer_of`.
+6. ``langgraph._internal._constants.CONFIG_KEY_STREAM`` and ``CONFIG_KEY_RUNTIME``, read by
+   ``Pregel.astream`` to take the stream writer of the run that called it:
+   :func:`with_stream_writer`.
 
 Dependencies kept elsewhere, on public API but on one version's behaviour:
 
@@ -51,7 +54,20 @@ from langchain_core.runnables import Runnable, RunnableConfig
 # Pregel puts in ``configurable`` under this key; nothing public exposes them. BREAKS if renamed
 # or moved: the import fails (loudly). If the scratchpad loses ``resume`` (a list): every node's
 # second run no longer finds its answer, so a question is asked again forever.
-from langgraph._internal._constants import CONFIG_KEY_SCRATCHPAD
+# (6) WHY: a run's progress (``get_stream_writer()``, a node's ``writer``) is otherwise only
+# delivered through ``stream_mode="custom"``, and that mode makes every run stream
+# concurrently: a waiter task per step beside the node's, about 105-150 µs per run, 15-20% of
+# LangGraph's own cost of a one-node run (bench/README.md, "Speed, round nineteen"). A config
+# that carries a stream under ``CONFIG_KEY_STREAM`` and a runtime under ``CONFIG_KEY_RUNTIME``
+# is how a subgraph finds its parent's writer; the run takes ours the same way. BREAKS if
+# renamed: the import fails (loudly). If ``astream`` stops taking the writer from there, or
+# starts sending the stream chunks of the modes it lists: tests/test_langgraph_internals.py
+# fails (progress events would be lost, or chunks doubled).
+from langgraph._internal._constants import (
+    CONFIG_KEY_RUNTIME,
+    CONFIG_KEY_SCRATCHPAD,
+    CONFIG_KEY_STREAM,
+)
 
 # (2) WHY: the only runnable LangGraph's own nodes use: it inspects the function's signature once
 # (passes ``config`` only if accepted) and, with ``trace=False``, adds no callback layer per call
@@ -67,6 +83,8 @@ from langgraph.graph import StateGraph
 # nodes are not built (TypeError at compile), or read wrongly from the user's graph.
 from langgraph.graph._branch import BranchSpec
 from langgraph.pregel import Pregel
+from langgraph.pregel.protocol import StreamProtocol
+from langgraph.runtime import Runtime
 
 __all__ = [
     "BranchSpec",
@@ -81,6 +99,7 @@ __all__ = [
     "make_branch",
     "node_names",
     "resume_waiting",
+    "with_stream_writer",
 ]
 
 
@@ -93,6 +112,25 @@ def resume_waiting(config: RunnableConfig) -> list[Any] | None:
     scratchpad = (config.get("configurable") or {}).get(CONFIG_KEY_SCRATCHPAD)
     resume = getattr(scratchpad, "resume", None)
     return resume if isinstance(resume, list) else None
+
+
+def _no_chunk(_: Any) -> None:
+    """Never called: the stream below asks for no mode."""
+
+
+#: takes no mode of the run's stream (``DuplexStream`` hands it only the modes it lists)
+_NO_MODES = StreamProtocol(_no_chunk, set())
+
+
+def with_stream_writer(
+    config: dict[str, Any], writer: Callable[[Any], None]
+) -> dict[str, Any]:
+    """``config`` for a run whose nodes' ``get_stream_writer()`` (and ``writer`` parameter)
+    write to ``writer``, including nodes of its subgraphs, without ``stream_mode="custom"``.
+    ``writer`` is called where the node runs: a sync node's worker thread included."""
+    configurable = {**(config.get("configurable") or {}),
+                    CONFIG_KEY_STREAM: _NO_MODES, CONFIG_KEY_RUNTIME: Runtime(stream_writer=writer)}
+    return {**config, "configurable": configurable}
 
 
 def lean_runnable(

@@ -9,6 +9,7 @@ a less obvious way.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import importlib
 import inspect
@@ -16,6 +17,7 @@ import sqlite3
 import tomllib
 from collections import defaultdict
 from importlib.metadata import version
+from itertools import pairwise
 from pathlib import Path
 from typing import Any, NoReturn, TypedDict
 
@@ -24,8 +26,9 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver, empty_checkpoint
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.config import get_stream_writer
 from langgraph.graph import StateGraph
-from langgraph.types import Command, Interrupt, interrupt
+from langgraph.types import Command, Interrupt, StreamWriter, interrupt
 from packaging.requirements import Requirement
 from packaging.version import Version
 
@@ -37,6 +40,7 @@ from llamon_agent._langgraph import (
     lean_runnable,
     make_branch,
     resume_waiting,
+    with_stream_writer,
 )
 from llamon_agent.core.hitl_graph import hitl_builder
 from llamon_agent.stores.sqlite import InlineSqliteSaver
@@ -255,6 +259,77 @@ def test_updates_stream_reports_interrupts_under_the_interrupt_key() -> None:
     raised = [c["__interrupt__"] for c in chunks if "__interrupt__" in c]
     if not raised or not all(isinstance(i, Interrupt) and i.id for i in raised[0]):
         broken('the "__interrupt__" key of stream_mode="updates"', f"chunks {chunks!r}")
+
+
+# --------------------------------------------------- the run's stream writer (runner)
+
+
+class Progress(TypedDict, total=False):
+    result: str
+
+
+def _writing_graph(saver: Any) -> Any:
+    """A node of each kind writes progress: async, sync (run in a worker thread), one that
+    takes ``writer``, a subgraph as a node and a subgraph called from a node."""
+
+    async def in_async(state: Progress) -> dict[str, Any]:
+        get_stream_writer()("async")
+        return {"result": "async"}
+
+    def in_sync(state: Progress) -> dict[str, Any]:
+        get_stream_writer()("sync")
+        return {"result": "sync"}
+
+    def with_writer(state: Progress, writer: StreamWriter) -> dict[str, Any]:
+        writer({"param": True})
+        return {"result": "param"}
+
+    inner = StateGraph(Progress)
+    inner.add_node("inner", lambda state: (get_stream_writer()("subgraph"), {"result": "sub"})[1])
+    inner.set_entry_point("inner")
+    subgraph = inner.compile()
+
+    async def calls_subgraph(state: Progress) -> dict[str, Any]:
+        await subgraph.ainvoke({})
+        return {"result": "called"}
+
+    builder = StateGraph(Progress)
+    names = ["in_async", "in_sync", "with_writer", "subgraph", "calls_subgraph"]
+    for name, node in zip(names, [in_async, in_sync, with_writer, subgraph, calls_subgraph],
+                          strict=True):
+        builder.add_node(name, node)
+    builder.set_entry_point(names[0])
+    for first, then in pairwise(names):
+        builder.add_edge(first, then)
+    return builder.compile(checkpointer=saver)
+
+
+async def test_a_runs_writer_taken_from_its_config_receives_every_nodes_progress() -> None:
+    """``with_stream_writer``: LangGraph takes the writer from the config as a subgraph takes
+    its parent's; ``stream_mode="custom"`` is not needed, the run's own chunks are unchanged,
+    and the saver never sees the two private keys as checkpoint metadata."""
+    conn = sqlite3.connect(":memory:", check_same_thread=False)
+    saver = InlineSqliteSaver(conn)
+    saver.setup()
+    graph = _writing_graph(saver)
+    written: list[Any] = []
+    loop = asyncio.get_running_loop()
+
+    def writer(chunk: Any) -> None:  # called in a sync node's thread too
+        loop.call_soon_threadsafe(written.append, chunk)
+
+    config = with_stream_writer({"configurable": {"thread_id": "with"}}, writer)
+    chunks = [c async for c in graph.astream({}, config, stream_mode="updates")]
+    if written != ["async", "sync", {"param": True}, "subgraph", "subgraph"]:
+        broken("astream's writer from CONFIG_KEY_STREAM / CONFIG_KEY_RUNTIME", f"got {written!r}")
+    plain = [c async for c in graph.astream({}, {"configurable": {"thread_id": "without"}},
+                                            stream_mode="updates")]
+    if chunks != plain:
+        broken("DuplexStream with a stream of no modes", f"{chunks!r} against {plain!r}")
+    stored = saver.get_tuple({"configurable": {"thread_id": "with"}})
+    if stored is None or any(key.startswith("__pregel") for key in stored.metadata):
+        broken("checkpoint metadata of a config with CONFIG_KEY_STREAM",
+               repr(stored and stored.metadata))
 
 
 # ------------------------------------------------- langgraph-checkpoint-sqlite (stores/sqlite)

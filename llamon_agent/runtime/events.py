@@ -217,12 +217,17 @@ class EventHub:
         excess = len(self._logs) - self._keep
         if excess <= 0:
             return
-        for task_id in list(islice(self._logs, excess + len(self._logs) // 8)):
-            if excess <= 0:
-                break
-            if self._logs[task_id].finished:
-                del self._logs[task_id]
-                excess -= 1
+        # picked while walking (stopping at the last one needed), deleted after: a full hub
+        # trims one log per new task, and copying the first eighth of the hub's ids each time
+        # cost more than the trim itself
+        doomed: list[str] = []
+        for task_id, log in islice(self._logs.items(), excess + len(self._logs) // 8):
+            if log.finished:
+                doomed.append(task_id)
+                if len(doomed) == excess:
+                    break
+        for task_id in doomed:
+            del self._logs[task_id]
 
 
 async def iterate(events: list[Event]) -> AsyncIterator[Event]:

@@ -54,6 +54,7 @@ from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from psycopg import AsyncConnection
 from psycopg.rows import dict_row
 
+from .saver_signatures import signatures_worked_out_once
 from .turn_writes import (
     CheckpointReadAhead,
     HeldStatement,
@@ -93,6 +94,7 @@ def _turn_writes(config: RunnableConfig) -> TurnWrites | None:
     return checkpoints_held_for(config.get("configurable", {}).get("thread_id"))
 
 
+@signatures_worked_out_once
 class InlinePostgresSaver(AsyncPostgresSaver):
     """``AsyncPostgresSaver`` whose serialisation runs on the event loop, and whose writes a
     turn may hold for its end save (module docstring)."""

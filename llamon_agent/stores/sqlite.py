@@ -45,6 +45,7 @@ from .base import (
     listing_condition,
 )
 from .offload import LARGE_BYTES, Offload
+from .saver_signatures import signatures_worked_out_once
 from .turn_writes import HeldStatement, checkpoints_held_for, held_for
 
 __all__ = ["InlineSqliteSaver", "SQLiteTaskStore", "connect"]
@@ -400,6 +401,7 @@ class SQLiteTaskStore:
         self._conn.executescript(f"PRAGMA incremental_vacuum({RECLAIM_PAGES});")
 
 
+@signatures_worked_out_once
 class InlineSqliteSaver(SqliteSaver):
     """LangGraph's ``SqliteSaver`` with its async API served inline (see the module docstring),
     large writes in a worker thread (``offload.py``), and only the latest checkpoint of each
