@@ -21,6 +21,11 @@ compilation of the same node (``Agent.compile``: the node returns ``HITLInterrup
 generated ``__hitl__`` node calls ``interrupt()``), to show what the routing itself costs.
 
     python bench/langgraph_alone.py [--seconds 3] [--json] [--checkpointers memory,postgres]
+                                    [--concurrency 16]
+
+``--concurrency N`` runs N round trips at once on the one loop (each its own thread), as N users
+of the served app do: what interleaving alone costs LangGraph (bench/README.md, "Speed, round
+twenty").
 """
 
 from __future__ import annotations
@@ -174,7 +179,7 @@ async def round_trip(graph: Any, durability: str | None, routed: bool) -> None:
 
 
 async def measure(variant: Variant, seconds: float, folder: str, *, warmup: int = 50,
-                  max_round_trips: int = 100_000) -> Measured:
+                  max_round_trips: int = 100_000, concurrency: int = 1) -> Measured:
     async with checkpointer(variant.checkpointer, folder) as opened:
         graph, routed = compile_graph(variant, opened.saver), variant.graph == "routed"
         for _ in range(warmup):
@@ -183,9 +188,14 @@ async def measure(variant: Variant, seconds: float, folder: str, *, warmup: int 
         with backend_cpu(opened.database) as pg:
             cpu0, wall0 = time.process_time(), time.perf_counter()
             deadline = wall0 + seconds
-            while time.perf_counter() < deadline and n < max_round_trips:
-                await round_trip(graph, variant.durability, routed)
-                n += 1
+
+            async def user() -> None:
+                nonlocal n
+                while time.perf_counter() < deadline and n < max_round_trips:
+                    await round_trip(graph, variant.durability, routed)
+                    n += 1
+
+            await asyncio.gather(*(user() for _ in range(concurrency)))
             cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
     backend_ms = pg.backend_ticks / CLK_TCK / n * 1e3 if pg is not None else None
     return Measured(variant.name, variant.checkpointer, variant.durability or "default",
@@ -193,14 +203,15 @@ async def measure(variant: Variant, seconds: float, folder: str, *, warmup: int 
                     pg_backend_cpu_ms_per_round_trip=backend_ms)
 
 
-async def run_all(seconds: float, checkpointers: tuple[str, ...] = CHECKPOINTERS) -> list[Measured]:
+async def run_all(seconds: float, checkpointers: tuple[str, ...] = CHECKPOINTERS,
+                  concurrency: int = 1) -> list[Measured]:
     results = []
     with tempfile.TemporaryDirectory(prefix="langgraph-alone-") as folder:
         for v in VARIANTS:
             if v.checkpointer not in checkpointers:
                 continue
             try:
-                results.append(await measure(v, seconds, folder))
+                results.append(await measure(v, seconds, folder, concurrency=concurrency))
             except Exception as exc:  # one broken variant must not hide the others
                 nan = float("nan")
                 results.append(Measured(v.name, v.checkpointer, v.durability or "default", v.graph,
@@ -215,12 +226,17 @@ def main() -> None:
     p.add_argument("--checkpointers", default=",".join(CHECKPOINTERS),
                    help=f"comma-separated subset of {','.join(CHECKPOINTERS)} (default: all; "
                    "postgres needs the PostgreSQL at LLAMON_BENCH_POSTGRES_URL)")
+    p.add_argument("--concurrency", type=int, default=1,
+                   help="round trips run at once on the loop, each on its own thread (default 1, "
+                   "the CPU target's denominator; 16: as many as run.py's users)")
     args = p.parse_args()
+    if args.concurrency < 1:
+        p.error("--concurrency: at least 1")
     chosen = tuple(x for x in args.checkpointers.split(",") if x)
     unknown = set(chosen) - set(CHECKPOINTERS)
     if unknown or not chosen:
         p.error(f"--checkpointers: unknown {sorted(unknown)}; known: {', '.join(CHECKPOINTERS)}")
-    results = asyncio.run(run_all(args.seconds, chosen))
+    results = asyncio.run(run_all(args.seconds, chosen, args.concurrency))
     if args.json:
         print(json.dumps([asdict(r) for r in results]))
         return

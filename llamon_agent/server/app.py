@@ -327,8 +327,7 @@ def create_app(
     async def agent_card(request: Request) -> Response:
         url = public_url or _local_url(request)
         try:  # a version this server does not speak gets the card every client reads
-            v1 = versions.requested(versions.named_in(request.headers,
-                                                      request.query_params)) == versions.V1_0
+            v1 = versions.requested(versions.named_in(request)) == versions.V1_0
         except A2AError:
             v1 = False
         return _json(orjson.dumps(access.card(card_template, url, v1=v1)), headers=_VARY)
@@ -341,8 +340,7 @@ def create_app(
             note_error(request.scope, exc.code)
             return _json(jsonrpc.error_body(exc, None), headers=_CLOSE)
         try:
-            call = jsonrpc.parse(body, limits, versions.named_in(request.headers,
-                                                                 request.query_params))
+            call = jsonrpc.parse(body, limits, versions.named_in(request))
         except jsonrpc.EnvelopeError as exc:
             if exc.method is not None:
                 note_method(request.scope, exc.method)

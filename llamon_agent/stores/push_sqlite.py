@@ -73,6 +73,12 @@ class SQLitePushStore:
         self._offload = offload
         conn.executescript(_SCHEMA)
         conn.commit()
+        # whether a config may exist: until one is set, a saved state has nothing to notify,
+        # and the one read per turn's end that would say so is skipped. Only this server sets
+        # configs in its file (the file lock; ``llamon-agent prune`` only deletes them), so
+        # the flag read here at start and set by ``put_config`` is never behind the file
+        self._may_have_configs = bool(conn.execute(
+            "SELECT EXISTS (SELECT 1 FROM llamon_push_configs)").fetchone()[0])
 
     async def _writable(self) -> None:
         if self._offload is not None:
@@ -82,6 +88,7 @@ class SQLitePushStore:
                          max_configs: int) -> bool:
         assert config.id is not None
         await self._writable()
+        self._may_have_configs = True  # before the insert: a config is never missed
         with self._conn:
             count, exists = self._conn.execute(
                 "SELECT COUNT(*), COALESCE(SUM(config_id = ?), 0) FROM llamon_push_configs"
@@ -114,7 +121,7 @@ class SQLitePushStore:
 
     async def enqueue(self, record: StoredTask, body: Callable[[], bytes],
                       now: float, *, just_saved: bool = False) -> list[DeliveryKey]:
-        if record.state not in NOTIFIED_STATES:
+        if record.state not in NOTIFIED_STATES or not self._may_have_configs:
             return []
         due = [row[0] for row in self._conn.execute(
             "SELECT config_id FROM llamon_push_configs WHERE task_id = ? AND seen_seq < ?",

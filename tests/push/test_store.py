@@ -222,3 +222,28 @@ async def test_a_task_without_configs_costs_its_save_alone(
         assert "t7" in await storage.push.stale_tasks(100)
         keys = await storage.push.enqueue(later, lambda: b"{}", 3.0)  # as the sweep does
         assert [(k.config_id, k.seq) for k in keys] == [("b", 2)]
+
+
+async def test_a_sqlite_file_without_configs_reads_nothing_per_saved_state(
+    tmp_path: Path,
+) -> None:
+    """One server holds a SQLite file, so its push store knows when no config exists there:
+    a saved state then costs no read (it cost one per turn's end). Once a config is set, or
+    when the file holds one at start (a restart), the read is made and the change enqueued."""
+    db = str(tmp_path / "p.sqlite3")
+    async with open_storage(db) as storage:
+        conn = storage.checkpointer.conn  # type: ignore[attr-defined]  # the file's one connection
+        sent: list[str] = []
+        conn.set_trace_callback(sent.append)
+        asked = record("t1", "input-required", 2)
+        assert await storage.push.enqueue(asked, lambda: b"{}", 1.0, just_saved=True) == []
+        assert await storage.push.enqueue(asked, lambda: b"{}", 1.0) == []
+        assert not [s for s in sent if "llamon_push_configs" in s], sent
+        await storage.push.put_config(record("t1", "working", 1), hook("a"), max_configs=5)
+        keys = await storage.push.enqueue(asked, lambda: b"{}", 2.0, just_saved=True)
+        assert [(k.config_id, k.seq) for k in keys] == [("a", 2)]
+        conn.set_trace_callback(None)
+    async with open_storage(db) as storage:  # restarted: the file holds a config
+        answered = record("t1", "completed", 4)
+        keys = await storage.push.enqueue(answered, lambda: b"{}", 3.0, just_saved=True)
+        assert [(k.config_id, k.seq) for k in keys] == [("a", 4)]
