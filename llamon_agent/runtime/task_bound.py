@@ -8,11 +8,13 @@ seconds and stalled every other request of the server (docs/storage.md). Two siz
 
 * the task's row, as the store encodes it, with the message in it;
 * for a message that starts a new task, the graph state of its context (the thread's latest
-  checkpoint), when the checkpointer can tell its size cheaply (``InlineSqliteSaver``). The
-  state outlives a task: each new task of a context adds its first message to the thread's
-  ``messages``, so without this bound one context could grow without end, one small task at a
-  time. An answer to a waiting task is not refused for the state's size, so that a question
-  asked can always be answered (the row bound still holds).
+  checkpoint), when the checkpointer can tell its size cheaply (``InlineSqliteSaver``) and the
+  context may have one (the caller passes no checkpointer for a context with no stored task
+  whose turn holds its checkpoint writes: ``stores/turn_writes.py``). The state outlives a
+  task: each new task of a context adds its first message to the thread's ``messages``, so
+  without this bound one context could grow without end, one small task at a time. An answer
+  to a waiting task is not refused for the state's size, so that a question asked can always
+  be answered (the row bound still holds).
 
 The check runs on the router's copy of the task, so a refused message leaves nothing behind:
 nothing is stored or run, and a question that was waiting still waits.

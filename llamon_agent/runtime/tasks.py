@@ -290,9 +290,14 @@ class TaskManager:
             writes.thread_empty = plan.thread_empty
             if request.expiring is not None:
                 mark_expired(plan.record, request.expiring)
-            # a context drawn for this message has no graph state to measure: none can exist
+            # a context drawn for this message has no graph state to measure: none can exist;
+            # nor has one with no stored task whose turn holds its checkpoint writes, since a
+            # held checkpoint is stored only with its task's row (``stores/turn_writes.py``:
+            # the run reads none either)
+            unmeasured = located.fresh or (
+                plan.thread_empty and self._worker.holds_checkpoints(plan.served))
             await check_task_bytes(plan.record, self._limits,
-                                   None if located.fresh else self._storage.checkpointer)
+                                   None if unmeasured else self._storage.checkpointer)
             remember_reviews(plan.record, request.added_reviews)
             if request.push_config is not None and self.push is not None:
                 # before the turn runs: its first change is told

@@ -35,6 +35,7 @@ from .live import LiveTurns
 from .observer import NO_OBSERVER, TaskObserver, notify_resumed, notify_turn_ended
 from .publisher import EventPublisher
 from .runner import run_turn
+from .served import ServedAgent
 from .turn import Plan, Turn, config_for
 
 __all__ = ["TurnWorker"]
@@ -86,14 +87,19 @@ class TurnWorker:
                 runner.cancel()
         await self._stack.__aexit__(exc_type, exc, tb)
 
+    def holds_checkpoints(self, served: ServedAgent) -> bool:
+        """Whether a turn of ``served`` holds LangGraph's checkpoint writes for the end's save
+        (``stores/turn_writes.py``). LangGraph writes at the run's exit only with "exit": then
+        its writes can wait for the end's save; an agent asking for "sync" or "async" wants
+        each step stored at once."""
+        return self._hold_checkpoints and served.agent.durability == "exit"
+
     async def start(self, turn: Turn) -> None:
         if turn.claim is not None:
             turn.claim.task_id = turn.record.id
         turn.on_stored = self._release  # a bound method: no turn <-> closure cycle
         writes = turn.writes = turn.writes or TurnWrites(turn.record.context_key)
-        # LangGraph writes at the run's exit only with "exit": then its writes can wait for
-        # the end's save; an agent asking for "sync" or "async" wants each step stored at once
-        writes.checkpoints = self._hold_checkpoints and turn.served.agent.durability == "exit"
+        writes.checkpoints = self.holds_checkpoints(turn.served)
         self._live.add(turn)
         try:
             # stored first when a client may see the task before the turn ends, when the turn
