@@ -361,14 +361,8 @@ def test_a_finished_event_log_keeps_its_events_as_wire_json_and_replays_them_exa
         (type(p), p.to_json()) for p in published]  # the wire form: what every reader uses
 
 
-async def test_only_a_context_with_a_stored_task_is_measured(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """A message that names no context gets one drawn for it, which has no graph state: its
-    size is not read (before: one ``SELECT length(checkpoint)`` per such message). Nor is a
-    context the client names that holds no stored task: a held checkpoint is stored only with
-    its task's row (round twenty: it was read for every new context a client named). A
-    context with a stored task is measured."""
+def measured_threads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The threads whose graph state is measured from now on (``thread_bytes`` calls)."""
     from llamon_agent.stores.sqlite import InlineSqliteSaver
 
     measured: list[str] = []
@@ -379,6 +373,18 @@ async def test_only_a_context_with_a_stored_task_is_measured(
         return thread_bytes(self, thread_id)
 
     monkeypatch.setattr(InlineSqliteSaver, "thread_bytes", counted)
+    return measured
+
+
+async def test_only_a_context_with_a_stored_task_is_measured(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A message that names no context gets one drawn for it, which has no graph state: its
+    size is not read (before: one ``SELECT length(checkpoint)`` per such message). Nor is a
+    context the client names that holds no stored task: a held checkpoint is stored only with
+    its task's row (round twenty: it was read for every new context a client named). A
+    context with a stored task is measured."""
+    measured = measured_threads(monkeypatch)
     async with serve([notes_agent()], db=str(tmp_path / "drawn.sqlite3"), limits=LIMITS) as client:
         drawn = await client.send("take notes")
         assert state_of(drawn) == "input-required"
@@ -400,16 +406,7 @@ async def test_a_new_context_of_an_agent_storing_each_step_is_measured(
     """An agent at ``durability="sync"`` stores each step as it ends, so its thread may hold a
     checkpoint with no task row beside it (a server stopped mid-turn): a context the client
     names is measured even before a task of it is stored."""
-    from llamon_agent.stores.sqlite import InlineSqliteSaver
-
-    measured: list[str] = []
-    thread_bytes = InlineSqliteSaver.thread_bytes
-
-    def counted(self: InlineSqliteSaver, thread_id: str) -> int:
-        measured.append(thread_id)
-        return thread_bytes(self, thread_id)
-
-    monkeypatch.setattr(InlineSqliteSaver, "thread_bytes", counted)
+    measured = measured_threads(monkeypatch)
     stepwise = Agent("until-done", until_done_graph(), durability="sync")
     async with serve([stepwise], db=str(tmp_path / "sync.sqlite3"), limits=LIMITS) as client:
         named = await client.send("take notes", context_id="theirs")
