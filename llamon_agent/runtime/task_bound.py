@@ -9,8 +9,8 @@ seconds and stalled every other request of the server (docs/storage.md). Two siz
 * the task's row, as the store encodes it, with the message in it;
 * for a message that starts a new task, the graph state of its context (the thread's latest
   checkpoint), when the checkpointer can tell its size cheaply (``InlineSqliteSaver``) and the
-  context may have one (the caller passes no checkpointer for a context with no stored task
-  whose turn holds its checkpoint writes: ``stores/turn_writes.py``). The state outlives a
+  context may have one (the caller passes no meter for a context with no stored task whose
+  turn holds its checkpoint writes: ``stores/turn_writes.py``). The state outlives a
   task: each new task of a context adds its first message to the thread's ``messages``, so
   without this bound one context could grow without end, one small task at a time. An answer
   to a waiting task is not refused for the state's size, so that a question asked can always
@@ -23,6 +23,7 @@ nothing is stored or run, and a question that was waiting still waits.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
 from ..core.bounds import Limits
@@ -30,7 +31,10 @@ from ..errors import LimitExceededError
 from ..stores.base import StoredTask
 from ..stores.size import encoded_size
 
-__all__ = ["SizedCheckpointer", "check_task_bytes"]
+__all__ = ["SizedCheckpointer", "check_task_bytes", "state_meter"]
+
+#: a thread's graph state in bytes, by thread id (``SizedCheckpointer.thread_bytes``)
+StateMeter = Callable[[str], int]
 
 
 @runtime_checkable
@@ -40,7 +44,14 @@ class SizedCheckpointer(Protocol):
         ...
 
 
-async def check_task_bytes(record: StoredTask, limits: Limits, checkpointer: Any = None) -> None:
+def state_meter(checkpointer: Any) -> StateMeter | None:
+    """How to measure a thread's graph state with ``checkpointer``, if it can tell cheaply:
+    decided once, since a runtime-checkable protocol's check costs 5 us."""
+    return checkpointer.thread_bytes if isinstance(checkpointer, SizedCheckpointer) else None
+
+
+async def check_task_bytes(record: StoredTask, limits: Limits,
+                           thread_bytes: StateMeter | None = None) -> None:
     """Refuse (``LimitExceededError``, -32602) a message that would make its task's row larger
     than ``limits.max_task_bytes``, or that would start a new task in a context whose graph
     state already holds more than that."""
@@ -56,10 +67,7 @@ async def check_task_bytes(record: StoredTask, limits: Limits, checkpointer: Any
         _refuse(record, f"The task would hold {size} bytes, over the limit of {maximum}: nothing "
                 "was stored; send a shorter message, or start a new task", limits)
     starts_task = record.event_seq == 0  # a new task has published nothing yet
-    # what ``isinstance(checkpointer, SizedCheckpointer)`` checks, without its cost (a
-    # runtime-checkable protocol's check took 5 us, on every message)
-    thread_bytes = getattr(checkpointer, "thread_bytes", None) if starts_task else None
-    if callable(thread_bytes):
+    if starts_task and thread_bytes is not None:
         state = thread_bytes(record.context_key)
         if state > maximum:
             _refuse(record, f"The graph state of context {record.context_id} holds {state} bytes, "

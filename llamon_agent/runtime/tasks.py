@@ -66,7 +66,7 @@ from .router import Router
 from .run_settings import remember_reviews, run_settings
 from .served import ServedAgent, checked_agents, serve_agents
 from .sweeper import Sweeper
-from .task_bound import check_task_bytes
+from .task_bound import check_task_bytes, state_meter
 from .turn import Plan, Turn
 from .worker import TurnWorker
 
@@ -101,6 +101,7 @@ class TaskManager:
         with the tasks (without it, a push config is ``-32003``)."""
         self._agents = checked_agents(agents)
         self._storage = storage
+        self._state_meter = state_meter(storage.checkpointer)
         self._store = storage.tasks
         self._reviews = reviews
         self._review_wait = review_wait
@@ -297,7 +298,7 @@ class TaskManager:
             unmeasured = located.fresh or (
                 plan.thread_empty and self._worker.holds_checkpoints(plan.served))
             await check_task_bytes(plan.record, self._limits,
-                                   None if unmeasured else self._storage.checkpointer)
+                                   None if unmeasured else self._state_meter)
             remember_reviews(plan.record, request.added_reviews)
             if request.push_config is not None and self.push is not None:
                 # before the turn runs: its first change is told
