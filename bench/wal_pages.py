@@ -216,27 +216,34 @@ async def main_async(round_trips: int) -> str:
     return report(ours, alone)
 
 
+def task_table(path: Path, *, indexes: bool) -> sqlite3.Connection:
+    """A file holding ``llamon_tasks`` as our store creates it (``SQLiteTaskStore`` on
+    ``connect``'s connection), without its secondary indexes unless ``indexes``."""
+    from llamon_agent.stores.sqlite import SQLiteTaskStore, connect
+
+    conn = connect(str(path))
+    SQLiteTaskStore(conn)
+    if not indexes:
+        for (name,) in conn.execute(
+            "SELECT name FROM sqlite_schema WHERE type = 'index' AND tbl_name = 'llamon_tasks'"
+            " AND sql IS NOT NULL"  # the primary key's own index has no SQL and stays
+        ).fetchall():
+            conn.execute(f'DROP INDEX "{name}"')
+        conn.commit()
+    return conn
+
+
 def task_saves_cpu_us(folder: Path, pairs: int, *, indexes: bool) -> float:
     """CPU per pair of task-row saves (the round trip's two, each committed), µs."""
-    from llamon_agent.stores import sqlite as store  # its schema and upsert, as it writes them
+    from llamon_agent.stores.sqlite import _UPSERT_TASK  # the store's own statement
 
-    conn = sqlite3.connect(folder / f"saves-{uuid.uuid4().hex}.sqlite3")
+    conn = task_table(folder / f"saves-{uuid.uuid4().hex}.sqlite3", indexes=indexes)
     try:
-        conn.execute("PRAGMA auto_vacuum=INCREMENTAL")
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=NORMAL")
-        conn.executescript(store._SCHEMA)
-        conn.execute(store._ADDED_COLUMNS[-1][1])  # expires_at
-        secondary = (store._SPACE_INDEX, store._ENDED_INDEX, store._EXPIRY_INDEX,
-                     store._RECENT_INDEX)
-        for statement in secondary if indexes else ("DROP INDEX llamon_tasks_context",):
-            conn.execute(statement)
-        conn.commit()
         task = os.urandom(700).hex().encode()  # about the size of the benchmark's task rows
 
         def save(task_id: str, state: str, created: int) -> None:
             with conn:
-                conn.execute(store._UPSERT_TASK, (
+                conn.execute(_UPSERT_TASK, (
                     task_id, f"context-{task_id}", "hitl", state, 3, None, 0, task, b"{}",
                     created, "anonymous", time.time(), None))
 

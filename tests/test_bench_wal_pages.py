@@ -95,6 +95,26 @@ async def test_our_round_trip_commits_once_per_turn_and_writes_the_task_rows(
     assert "| commits | 2.00 |" in table
 
 
+def test_the_task_table_is_the_stores_with_or_without_its_secondary_indexes(
+    tmp_path: Path,
+) -> None:
+    from bench.wal_pages import task_table
+
+    def indexes(conn: sqlite3.Connection) -> set[str]:
+        rows = conn.execute("SELECT name FROM sqlite_schema WHERE type = 'index'"
+                            " AND tbl_name = 'llamon_tasks'").fetchall()
+        conn.close()
+        return {name for (name,) in rows}
+
+    assert indexes(task_table(tmp_path / "with.sqlite3", indexes=True)) >= {
+        "llamon_tasks_context", "llamon_tasks_space", "llamon_tasks_updated",
+        "llamon_tasks_expiry", "llamon_tasks_recent", "sqlite_autoindex_llamon_tasks_1",
+    }
+    assert indexes(task_table(tmp_path / "without.sqlite3", indexes=False)) == {
+        "sqlite_autoindex_llamon_tasks_1"
+    }
+
+
 def test_the_index_cost_times_the_task_rows_as_the_store_writes_them() -> None:
     from bench.wal_pages import index_cost
 
