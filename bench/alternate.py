@@ -1,6 +1,6 @@
 """A/B of our server with both sides up at once and the load alternating between them.
 
-    .venv/bin/python bench/alternate.py --base REV [--db postgres|sqlite] [--scenario hitl|instant]
+    .venv/bin/python bench/alternate.py --base REV [--db postgres|sqlite] [--scenario hitl|instant|stream]
         [--rounds 10] [--slice 4] [--users 16] [--env-a K=V,...] [--env-b K=V,...] [--name NAME]
     .venv/bin/python bench/alternate.py --other PATH [...]
     .venv/bin/python bench/alternate.py --same --env-a K=V --env-b K=V [...]
@@ -12,9 +12,11 @@ Here both servers run for the whole measurement, each pinned to the server core,
 own fresh database, and the load goes to one at a time for ``--slice`` seconds, A then B, then B
 then A in the next round, ``--rounds`` times. The idle one uses no CPU, so each slice measures
 one server; a drift slower than a slice hits both sides of a round alike. Each round gives B/A
-of the rate (HITL round trips/s or instant requests/s) and of the server's CPU per operation;
-the result is the median and the quartiles of those ratios (the quartiles say how sure it is:
-when they straddle 1.0 the difference is within noise).
+of the rate (HITL round trips/s, instant requests/s, or idle streams/s) and of the server's CPU
+per operation; the result is the median and the quartiles of those ratios (the quartiles say
+how sure it is: when they straddle 1.0 the difference is within noise). ``--scenario stream``
+is the matrix's idle stream probe (``message/stream`` one at a time, hitl_client.stream_probe)
+for the slice's seconds, and also gives B/A of its median time to the first event.
 
 A is ``--base REV`` (a temporary ``git worktree``, bench/compare.py's ``checkouts``), ``--other
 PATH`` or, with ``--same``, this tree again; B is this working tree. ``--env-a``/``--env-b`` set
@@ -84,12 +86,31 @@ def started(side: Side, env: dict[str, str], db: str, port: int) -> Iterator[Ser
         server.stop()
 
 
-def one_slice(server: Server, scenario: str, seconds: float, users: int) -> tuple[float, float]:
-    """(operations per second, server CPU ms per operation) over one slice of load."""
+@dataclasses.dataclass(frozen=True)
+class Slice:
+    rate: float  # operations per second
+    cpu_ms: float  # the server's CPU per operation
+    first_ms: float | None = None  # stream: median time to the first event
+
+
+#: the stream probe's cap on streams per slice (it stops at the slice's seconds first)
+STREAMS_PER_SLICE = 100_000
+
+
+def one_slice(server: Server, scenario: str, seconds: float, users: int) -> Slice:
+    """What one slice of load measured."""
     before = cpu_ticks(server.pid)
+    first_ms = None
     if scenario == "hitl":
         out = asyncio.run(hc.hitl_load(server.spec.port, duration=seconds, users=users))
         done, elapsed, errors = out.round_trips, out.summary()["seconds"], out.summary()["errors"]
+    elif scenario == "stream":
+        started_at = time.perf_counter()
+        probe = asyncio.run(hc.stream_probe(server.spec.port, STREAMS_PER_SLICE,
+                                            time_limit=seconds))
+        elapsed = time.perf_counter() - started_at
+        done, errors = len(probe.first_ms), probe.errors.count
+        first_ms = statistics.median(probe.first_ms) if probe.first_ms else None
     else:
         result = wrk(server.spec.port, seconds, users)
         done, elapsed = result["completed"], result["duration_us"] / 1e6
@@ -97,7 +118,7 @@ def one_slice(server: Server, scenario: str, seconds: float, users: int) -> tupl
     if errors or not done:
         raise SystemExit(f"{server.tag}: {errors} errors, {done} operations in a slice")
     cpu_ms = (cpu_ticks(server.pid) - before) / CLK_TCK * 1e3
-    return done / elapsed, cpu_ms / done
+    return Slice(done / elapsed, cpu_ms / done, first_ms)
 
 
 def quartiles(values: list[float]) -> tuple[float, float, float]:
@@ -107,25 +128,52 @@ def quartiles(values: list[float]) -> tuple[float, float, float]:
     return low, mid, high
 
 
+UNITS = {"hitl": "round trips/s", "instant": "req/s", "stream": "streams/s"}
+LOAD = {"hitl": "{} users", "instant": "{} wrk connections", "stream": "one stream at a time"}
+
+
 def report(rows: list[dict[str, Any]], a: Side, b: Side, args: argparse.Namespace) -> str:
-    unit = "round trips/s" if args.scenario == "hitl" else "req/s"
+    unit = UNITS[args.scenario]
+    stream = args.scenario == "stream"
     rate = quartiles([r["rate_ratio"] for r in rows])
     cpu = quartiles([r["cpu_ratio"] for r in rows])
     out = [f"- A: {describe(a)} {args.env_a or ''}".rstrip(),
            f"- B: {describe(b)} {args.env_b or ''}".rstrip(),
            f"- {args.db}, a fresh database per side, both servers up; {args.scenario} "
-           f"({args.users} {'users' if args.scenario == 'hitl' else 'wrk connections'}), "
+           f"({LOAD[args.scenario].format(args.users)}), "
            f"{args.rounds} rounds of one {args.slice:g} s slice per side, the order alternating",
-           f"- machine: {', '.join(f'{k} {v}' for k, v in machine().items() if v != '?')}", "",
-           f"| round | A {unit} | A CPU ms | B {unit} | B CPU ms | B/A rate | B/A CPU |",
-           "|---:|---:|---:|---:|---:|---:|---:|"]
+           f"- machine: {', '.join(f'{k} {v}' for k, v in machine().items() if v != '?')}", ""]
+    first = (" A first event p50 ms | B first event p50 ms | B/A first event |"
+             if stream else "")
+    out += [f"| round | A {unit} | A CPU ms | B {unit} | B CPU ms | B/A rate | B/A CPU |{first}",
+            "|---:|---:|---:|---:|---:|---:|---:|" + ("---:|---:|---:|" if stream else "")]
     for r in rows:
-        out.append(f"| {r['round']} | {r['a_rate']:.1f} | {r['a_cpu']:.3f} | {r['b_rate']:.1f} | "
-                   f"{r['b_cpu']:.3f} | {r['rate_ratio']:.3f} | {r['cpu_ratio']:.3f} |")
+        line = (f"| {r['round']} | {r['a_rate']:.1f} | {r['a_cpu']:.3f} | {r['b_rate']:.1f} | "
+                f"{r['b_cpu']:.3f} | {r['rate_ratio']:.3f} | {r['cpu_ratio']:.3f} |")
+        if stream:
+            line += f" {r['a_first']:.3f} | {r['b_first']:.3f} | {r['first_ratio']:.3f} |"
+        out.append(line)
     out += ["", f"B/A {unit}: median {rate[1]:.3f}, quartiles {rate[0]:.3f} to {rate[2]:.3f}",
             f"B/A server CPU per operation: median {cpu[1]:.3f}, quartiles {cpu[0]:.3f} to "
             f"{cpu[2]:.3f}"]
+    if stream:
+        low, mid, high = quartiles([r["first_ratio"] for r in rows])
+        a_first = statistics.median(r["a_first"] for r in rows)
+        b_first = statistics.median(r["b_first"] for r in rows)
+        out.append(f"B/A median time to the first event: median {mid:.3f}, quartiles {low:.3f} "
+                   f"to {high:.3f} (A {a_first:.3f} ms, B {b_first:.3f} ms, medians of the "
+                   "rounds)")
     return "\n".join(out) + "\n"
+
+
+def row(number: int, a: Slice, b: Slice) -> dict[str, Any]:
+    """One round's figures and B/A ratios."""
+    out: dict[str, Any] = {"round": number, "a_rate": a.rate, "a_cpu": a.cpu_ms,
+                           "b_rate": b.rate, "b_cpu": b.cpu_ms, "rate_ratio": b.rate / a.rate,
+                           "cpu_ratio": b.cpu_ms / a.cpu_ms}
+    if a.first_ms is not None and b.first_ms is not None:
+        out.update(a_first=a.first_ms, b_first=b.first_ms, first_ratio=b.first_ms / a.first_ms)
+    return out
 
 
 def main() -> None:
@@ -133,7 +181,7 @@ def main() -> None:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     tree_options(p).add_argument("--same", action="store_true", help="A is this tree too (--env-a/-b)")
     p.add_argument("--db", choices=("sqlite", "postgres"), default="sqlite")
-    p.add_argument("--scenario", choices=("hitl", "instant"), default="hitl")
+    p.add_argument("--scenario", choices=tuple(UNITS), default="hitl")
     p.add_argument("--rounds", type=int, default=10, help="slices per side")
     p.add_argument("--slice", type=float, default=4.0, help="seconds of load per slice")
     p.add_argument("--warmup", type=float, default=3.0, help="seconds of load per side first")
@@ -166,12 +214,9 @@ def main() -> None:
             order = (0, 1) if number % 2 else (1, 0)
             got = {index: one_slice(servers[index], args.scenario, args.slice, args.users)
                    for index in order}
-            (a_rate, a_cpu), (b_rate, b_cpu) = got[0], got[1]
-            rows.append({"round": number, "a_rate": a_rate, "a_cpu": a_cpu, "b_rate": b_rate,
-                         "b_cpu": b_cpu, "rate_ratio": b_rate / a_rate,
-                         "cpu_ratio": b_cpu / a_cpu})
-            print(f"round {number}/{args.rounds}: A {a_rate:.1f}/s {a_cpu:.3f} ms, "
-                  f"B {b_rate:.1f}/s {b_cpu:.3f} ms", flush=True)
+            rows.append(row(number, got[0], got[1]))
+            print(f"round {number}/{args.rounds}: A {got[0].rate:.1f}/s {got[0].cpu_ms:.3f} ms, "
+                  f"B {got[1].rate:.1f}/s {got[1].cpu_ms:.3f} ms", flush=True)
         text = report(rows, a, b, args)
     name = args.name or f"alternate-{args.scenario}-{args.db}"
     write_results(name, f"bench/alternate.py: {args.scenario} on {args.db}", text,

@@ -26,12 +26,17 @@ import asyncio
 from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
+from ..a2a.types import TextPart
 from ..core.bounds import Limits
 from ..errors import LimitExceededError
 from ..stores.base import StoredTask
 from ..stores.size import encoded_size
 
 __all__ = ["SizedCheckpointer", "check_task_bytes", "state_meter"]
+
+#: a new task whose one message is plain text of at most this many characters and parts
+#: (64 each) encodes in microseconds: other requests need not go first
+SHORT_FIRST_MESSAGE = 16_384
 
 #: a thread's graph state in bytes, by thread id (``SizedCheckpointer.thread_bytes``)
 StateMeter = Callable[[str], int]
@@ -59,9 +64,10 @@ async def check_task_bytes(record: StoredTask, limits: Limits,
     if record.stored_bytes and record.stored_bytes + _growth_bound(record) <= maximum:
         size = 0  # far enough below the bound: no need to encode the whole task again
     else:
-        # encoding a large task takes milliseconds of the loop: the requests that are ready
-        # go first (routing has just decoded it, so the loop yields between the two)
-        await asyncio.sleep(0)
+        if not _short_first_message(record):
+            # encoding a large task takes milliseconds of the loop: the requests that are
+            # ready go first (routing has just decoded it, so the loop yields between the two)
+            await asyncio.sleep(0)
         size = encoded_size(record)
     if size > maximum:
         _refuse(record, f"The task would hold {size} bytes, over the limit of {maximum}: nothing "
@@ -73,6 +79,27 @@ async def check_task_bytes(record: StoredTask, limits: Limits,
             _refuse(record, f"The graph state of context {record.context_id} holds {state} bytes, "
                     f"over the limit of {maximum}: nothing was stored; start a new context",
                     limits)
+
+
+def _short_first_message(record: StoredTask) -> bool:
+    """A new task holding one short plain-text message (``SHORT_FIRST_MESSAGE``), told from
+    lengths without encoding anything. Not yielding for it keeps a stream's open running up to
+    its first save before the response starts (``server/sse_stream.py``): their overlap is
+    the idle stream's first event (bench/README.md, "Speed, round twenty-three")."""
+    task = record.task
+    if record.event_seq or task.artifacts or task.metadata or not task.history:
+        return False
+    if len(task.history) != 1:
+        return False
+    message = task.history[0]
+    if message.metadata or message.extensions or message.reference_task_ids:
+        return False
+    length = 0
+    for part in message.parts:
+        if not isinstance(part, TextPart) or part.metadata:
+            return False
+        length += len(part.text) + 64
+    return length <= SHORT_FIRST_MESSAGE
 
 
 def _growth_bound(record: StoredTask) -> int:

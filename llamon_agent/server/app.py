@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import logging
 import math
@@ -11,10 +10,8 @@ from contextlib import asynccontextmanager, contextmanager, nullcontext
 from datetime import timedelta
 from typing import Any
 
-import anyio
 import orjson
 from langgraph.checkpoint.base import BaseCheckpointSaver
-from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
@@ -22,7 +19,6 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from ..a2a.types import Task
 from ..agent import Agent
 from ..auth import JWTSettings, Verifier
 from ..backends.coordination import Coordination, open_coordination
@@ -35,7 +31,6 @@ from ..core.principal import space_of
 from ..errors import A2AError, InternalError, PayloadTooLargeError, QuotaExceededError
 from ..human_review.port import InMemoryReviewPort
 from ..push import PushNotifications, PushPolicy
-from ..runtime.events import Event
 from ..runtime.sweeper import Sweeper
 from ..runtime.tasks import TaskManager
 from ..settings import (
@@ -50,7 +45,7 @@ from ..stores.base import TaskStore
 from ..stores.storage import Storage, open_storage
 from ..stores.url import parse_database_url
 from ..tool_review.catalog import language_of
-from . import jsonrpc, jsonrpc_v1, versions
+from . import jsonrpc, versions
 from .access import Access
 from .admission import Admission
 from .body import read_body
@@ -69,7 +64,8 @@ from .principal import principal_of
 from .push_methods import local_origin
 from .quotas import Quotas
 from .rate_limit import RateLimit, TokenBuckets
-from .request_events import RequestEvents, note_error, note_method, subscribed
+from .request_events import RequestEvents, note_error, note_method
+from .sse_stream import error_stream, stream_response
 from .startup import log_startup, log_startup_warning, startup_lines
 from .stream_quota import StreamQuota
 from .task_events import TaskEvents
@@ -80,8 +76,6 @@ __all__ = ["DEFAULT_DB", "create_app"]  # DEFAULT_DB: from settings, kept here f
 log = logging.getLogger(__name__)
 
 _JSON = "application/json"
-_SSE_HEADERS = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
-
 
 _CLOSE = {"Connection": "close"}  # the rest of an unread body is never read
 #: the card depends on the A2A-Version a client names: caches keep one per version
@@ -359,12 +353,12 @@ def create_app(
         language = language_of(request.headers.get("accept-language"))
         if call.method in jsonrpc.STREAMING_METHODS:
             try:  # the open-streams quota: refused before anything is opened or stored
-                return await streams.hold(principal_of(request.scope), lambda: _stream(
+                return await streams.hold(principal_of(request.scope), lambda: stream_response(
                     manager, call, request, shutdown_grace, language))
             except QuotaExceededError as exc:
                 note_error(request.scope, exc.code)
-                return _sse(_one(jsonrpc.error_body(exc, call.id, call.version)),
-                            shutdown_grace)
+                return error_stream(jsonrpc.error_body(exc, call.id, call.version),
+                                    shutdown_grace)
         space = space_of(principal_of(request.scope).name)
         try:
             async with admission.admitted():
@@ -446,107 +440,3 @@ def _local_url(request: Request) -> str:
         host = f"[{host}]"
     default = 443 if scheme == "https" else 80
     return f"{scheme}://{host}/" if port in (None, default) else f"{scheme}://{host}:{port}/"
-
-
-def _last_event_id(request: Request) -> int | None:
-    raw = request.headers.get("last-event-id")
-    try:
-        return int(raw) if raw is not None else None
-    except ValueError:
-        return None
-
-
-async def _stream(
-    manager: TaskManager, call: jsonrpc.Request, request: Request, grace: float, language: str
-) -> Response:
-    try:
-        events = await jsonrpc.open_stream(
-            manager, call, _last_event_id(request), language=language,
-            space=space_of(principal_of(request.scope).name), own=local_origin(request.scope),
-        )
-    except A2AError as exc:
-        note_error(request.scope, exc.code)
-        return _sse(_one(jsonrpc.error_body(exc, call.id, call.version)), grace)
-    except Exception:
-        log.exception("internal error opening %s", call.named)
-        note_error(request.scope, InternalError.code)
-        return _sse(_one(jsonrpc.error_body(InternalError(), call.id, call.version)), grace)
-    shutdown = anyio.Event()
-    replay = call.method == "tasks/resubscribe" and _last_event_id(request) is not None
-    frames = _frames(_drain(events, shutdown, grace * 0.8), call.id,
-                     v1=call.version == versions.V1_0, replay=replay)
-    return _sse(subscribed(request.scope, frames), grace, shutdown)
-
-
-def _sse(
-    frames: AsyncIterator[ServerSentEvent], grace: float, shutdown: anyio.Event | None = None
-) -> Response:
-    return EventSourceResponse(
-        frames, sep="\n", ping=15, headers=_SSE_HEADERS,
-        shutdown_event=shutdown, shutdown_grace_period=grace,
-    )
-
-
-async def _one(body: bytes) -> AsyncIterator[ServerSentEvent]:
-    yield ServerSentEvent(data=body.decode(), sep="\n")
-
-
-async def _frames(
-    events: AsyncIterator[Event], request_id: str | int, *, v1: bool = False,
-    replay: bool = False,
-) -> AsyncIterator[ServerSentEvent]:
-    """Each event as one JSON-RPC response; id 0 marks a snapshot that is not a numbered event.
-    ``v1``: in A2A v1.0's shape (the stream's end is its close: v1.0 has no ``final``).
-
-    A stream is one Task, then updates (both versions; the official 0.3.26 client refuses a
-    second Task). Each turn begins the task's log with a Task snapshot, and a turn that a
-    reviewer's decision starts runs on while a client's stream of the task is still open:
-    that stream has had every event before it, and the snapshot's status is the last one it
-    was told, so the snapshot is left out. ``replay`` (after ``Last-Event-ID``) repeats the
-    events exactly as first sent."""
-    first = True
-    async for seq, payload in events:
-        if not first and not replay and isinstance(payload, Task):
-            continue
-        first = False
-        shaped = jsonrpc_v1.stream_event_out(payload) if v1 else payload
-        data = jsonrpc.success_body(shaped, request_id).decode()  # one compact line
-        yield ServerSentEvent(data=data, id=str(seq) if seq else None, sep="\n")
-
-
-async def _drain(
-    events: AsyncIterator[Event], shutdown: anyio.Event, grace: float
-) -> AsyncIterator[Event]:
-    """Events until the stream ends; once the server shuts down, for ``grace`` seconds more.
-
-    A run usually finishes within the grace period and its stream ends with the final event;
-    otherwise the stream ends cleanly (a complete HTTP response) before the server would cut it,
-    and the client can resubscribe after the restart.
-    """
-    stopped = asyncio.ensure_future(_after(shutdown, grace))
-    following: asyncio.Future[Event] | None = None
-    try:
-        while True:
-            following = asyncio.ensure_future(anext(events))
-            await asyncio.wait({following, stopped}, return_when=asyncio.FIRST_COMPLETED)
-            if not following.done():
-                return
-            try:
-                event = following.result()
-            except StopAsyncIteration:
-                return
-            following = None
-            yield event
-    finally:
-        stopped.cancel()
-        if following is not None and not following.done():
-            following.cancel()  # ends the subscription inside the events generator
-            await asyncio.wait({following})
-        aclose = getattr(events, "aclose", None)
-        if aclose is not None:
-            await aclose()
-
-
-async def _after(event: anyio.Event, delay: float) -> None:
-    await event.wait()
-    await asyncio.sleep(delay)
