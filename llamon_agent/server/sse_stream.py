@@ -73,8 +73,15 @@ class _Opening:
         self._taken = False
 
     async def take(self) -> AsyncIterator[Event]:
-        """The stream's events, once opened; from here the caller closes them."""
-        events = await asyncio.shield(self._task)
+        """The stream's events, once opened; from here the caller closes them. An error of
+        the open is raised here for the caller to report."""
+        try:
+            events = await asyncio.shield(self._task)
+        except asyncio.CancelledError:
+            raise  # the client left: ``settle`` takes the open's outcome
+        except BaseException:
+            self._taken = True  # the caller reports it
+            raise
         self._taken = True
         return events
 

@@ -7,11 +7,13 @@ closed (bench/README.md, "Speed, round twenty-three")."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
+import pytest
 from asgi_lifespan import LifespanManager
 from langgraph.checkpoint.memory import InMemorySaver
 
@@ -124,3 +126,43 @@ async def test_a_client_leaving_while_its_turn_starts_does_not_stop_the_turn() -
         record = await store.get(task_id)
         assert record is not None and record.state in ("submitted", "working")
         await until(lambda: store._rows[task_id][6] == "completed", "completed")
+
+
+class FailingStore(GatedStore):
+    async def save(self, record: StoredTask) -> None:
+        self.saving.set()
+        await self.gate.wait()
+        raise RuntimeError("the disk is gone")
+
+
+async def test_an_open_that_fails_after_its_client_left_is_logged_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    store = FailingStore()
+    async with serving(store, 0.0) as (app, _):
+        with caplog.at_level(logging.ERROR, logger="llamon_agent.server.sse_stream"):
+            async with LiveStream(app, "message/stream", send_params("go")):
+                await asyncio.wait_for(store.saving.wait(), WAIT)
+                asyncio.get_running_loop().call_later(0.1, store.gate.set)
+    failures = [r for r in caplog.records if r.name == "llamon_agent.server.sse_stream"]
+    assert [r.getMessage() for r in failures] == [
+        "internal error opening a stream whose client had left"]
+    assert failures[0].exc_info is not None
+    assert "the disk is gone" in str(failures[0].exc_info[1])
+
+
+async def test_an_open_that_fails_is_an_internal_error_frame(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    store = FailingStore()
+    store.gate.set()
+    async with serving(store, 0.0) as (app, _):
+        with caplog.at_level(logging.ERROR, logger="llamon_agent.server.sse_stream"):
+            async with LiveStream(app, "message/stream", send_params("go"), "f1") as live:
+                events = await live.rest()
+    assert live.start is not None and live.start["status"] == 200
+    assert [e["data"] for e in events] == [
+        {"jsonrpc": "2.0", "id": "f1", "error": {"code": -32603, "message": "Internal error"}}]
+    assert [r.getMessage() for r in caplog.records
+            if r.name == "llamon_agent.server.sse_stream"] == [
+        "internal error opening message/stream"]
