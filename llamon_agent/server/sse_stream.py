@@ -52,7 +52,11 @@ async def stream_response(
     ))
     # the open's first step (up to its first wait, the save's round trip) runs before the
     # response is set up, which then overlaps that wait instead of coming first
-    await asyncio.sleep(0)
+    try:
+        await asyncio.sleep(0)
+    except BaseException:  # cancelled before a response exists to settle it afterwards
+        await opening.settle()
+        raise
     shutdown = anyio.Event()
     replay = call.method == "tasks/resubscribe" and last_event_id is not None
     return _OpeningResponse(

@@ -166,3 +166,30 @@ async def test_an_open_that_fails_is_an_internal_error_frame(
     assert [r.getMessage() for r in caplog.records
             if r.name == "llamon_agent.server.sse_stream"] == [
         "internal error opening message/stream"]
+
+
+async def test_a_request_cancelled_before_its_response_exists_still_closes_the_events() -> None:
+    """The handler lets the open take its first step before building the response; a request
+    cancelled in that step (a server stopping) has no response to settle the open: the handler
+    settles it itself."""
+    store = GatedStore()
+    async with serving(store, 1.0) as (app, starlette):
+        manager = starlette.state.manager
+        live = LiveStream(app, "message/stream", send_params("go"))
+        await live.__aenter__()
+        request = live._task
+        assert request is not None
+        # the open's first step reaches the save while the handler waits for its turn
+        store.on_save = request.cancel
+        await asyncio.wait_for(store.saving.wait(), WAIT)
+        asyncio.get_running_loop().call_later(0.1, store.gate.set)
+        with pytest.raises(asyncio.CancelledError):
+            await asyncio.wait_for(request, WAIT)
+        assert live.start is None  # no response was begun
+        store.gated = False
+        await until(lambda: len(store._rows) == 1, "stored")
+        (task_id,) = list(store._rows)
+        log = manager._publisher._hub.get(task_id)
+        await until(lambda: not log._subscribers, "unsubscribed")
+        assert store._rows[task_id][6] in ("submitted", "working")
+        await until(lambda: store._rows[task_id][6] == "completed", "completed")
