@@ -65,7 +65,7 @@ async def stream_response(
 
 def error_stream(body: bytes, grace: float) -> Response:
     """A stream of one frame: a JSON-RPC error found before anything was opened."""
-    return _sse(_one(body), grace)
+    return _OpeningResponse(_one(body), grace)
 
 
 class _Opening:
@@ -125,11 +125,12 @@ async def _close_unread(events: AsyncIterator[Event]) -> None:
 
 
 class _OpeningResponse(EventSourceResponse):
-    """The stream's frames, then ``_Opening.settle`` however sending them ended."""
+    """Every stream's response: the frames, then ``_Opening.settle`` (when the stream has an
+    open) however sending them ended."""
 
     def __init__(
-        self, frames: AsyncIterator[ServerSentEvent], grace: float, shutdown: anyio.Event,
-        opening: _Opening,
+        self, frames: AsyncIterator[ServerSentEvent], grace: float,
+        shutdown: anyio.Event | None = None, opening: _Opening | None = None,
     ) -> None:
         super().__init__(frames, sep="\n", ping=_PING, headers=_SSE_HEADERS,
                          shutdown_event=shutdown, shutdown_grace_period=grace)
@@ -139,7 +140,8 @@ class _OpeningResponse(EventSourceResponse):
         try:
             await super().__call__(scope, receive, send)
         finally:
-            await self._opening.settle()
+            if self._opening is not None:
+                await self._opening.settle()
 
 
 async def _opened_frames(
@@ -169,15 +171,6 @@ def _last_event_id(request: Request) -> int | None:
         return int(raw) if raw is not None else None
     except ValueError:
         return None
-
-
-def _sse(
-    frames: AsyncIterator[ServerSentEvent], grace: float, shutdown: anyio.Event | None = None
-) -> Response:
-    return EventSourceResponse(
-        frames, sep="\n", ping=_PING, headers=_SSE_HEADERS,
-        shutdown_event=shutdown, shutdown_grace_period=grace,
-    )
 
 
 def _frame(body: bytes) -> ServerSentEvent:

@@ -79,16 +79,17 @@ async def test_the_response_starts_while_the_first_save_runs_and_the_task_comes_
             assert not await store.unfinished()
             store.gated = False
             store.gate.set()
-            events = [await live.next(), *await live.rest()]
-        assert [e for e in events if e is None] == []
-        task_id = events[0]["data"]["result"]["id"] if events[0] else None
-        assert summary([e for e in events if e is not None]) == [
+            first = await live.next()
+            assert first is not None
+            events = [first, *await live.rest()]
+        task_id = first["data"]["result"]["id"]
+        assert summary(events) == [
             ("1", "task", "submitted", None),
             ("2", "status-update", "working", False),
             ("3", "artifact-update", None, None),
             ("4", "status-update", "completed", True),
         ]
-        stored = await store.get(str(task_id))
+        stored = await store.get(task_id)
         assert stored is not None and stored.state == "completed"
 
 
