@@ -26,8 +26,22 @@ from .wire import Reply
 #: (-32009: the method's A2A version is not the one the request names)
 ENVELOPE_CODES = frozenset({-32700, -32600, -32601, -32602, -32009})
 #: ``-32602`` reasons a handler gives after the envelope and the params passed: the push
-#: service's refusal of a webhook or a config, a config the task does not have
-HANDLER_REASONS = ("webhook refused", "push config refused", "unknown push notification config")
+#: service's refusal of a webhook or a config, a config the task does not have, an answer to a
+#: question no longer pending or past its deadline
+HANDLER_REASONS = ("webhook refused", "push config refused", "unknown push notification config",
+                   "stale answer", "question expired")
+#: ``-32602`` errors a tool-call review gives after the params passed (``data.error``)
+HANDLER_ERRORS = frozenset({"NoPendingReviewError", "ReviewPendingError",
+                            "InvalidReviewDecisionError"})
+
+
+def past_the_envelope(code: int, details: dict[str, Any]) -> bool:
+    """Whether an error came from a handler, after the envelope and the params' checks."""
+    if code not in ENVELOPE_CODES:
+        return True
+    reason = details.get("reason")
+    return (isinstance(reason, str) and reason.startswith(HANDLER_REASONS)) or (
+        details.get("error") in HANDLER_ERRORS)
 INTERNAL = -32603
 
 #: the success shape of each method, as the official schema names it
@@ -64,6 +78,8 @@ class Stats:
     #: JSON-RPC requests that got past the envelope (a result or a handler's error)
     reached: int = 0
     requests: int = 0
+    #: of ``reached``, by the kind sent (``rpc_case``'s requests only)
+    reached_kinds: Counter[str] = field(default_factory=Counter)
 
     def add(self, label: str, *, reached: bool | None = None) -> None:
         self.outcomes[label] += 1
@@ -78,6 +94,9 @@ class Stats:
             text += "; sent " + ", ".join(f"{k}: {v}" for k, v in sorted(self.kinds.items()))
         if self.requests:
             text += f"; past the envelope {self.reached}/{self.requests}"
+        if self.reached_kinds:
+            text += " (" + ", ".join(f"{k}: {self.reached_kinds[k]}/{self.kinds[k]}"
+                                     for k in sorted(self.kinds)) + ")"
         if self.stored is not None:
             text += f"; {self.stored} stored tasks read back"
         return text
@@ -192,9 +211,8 @@ def check_rpc(reply: Reply, request_tree: Any, request: bytes, method: Any,
             assert body["id"] in (None, expected), f"id{context}"
         else:
             assert body["id"] == expected, f"id not echoed{context}"
-    reason = data.get("reason") if isinstance(data, dict) else None
-    handled = isinstance(reason, str) and reason.startswith(HANDLER_REASONS)
-    stats.add(f"error {code}", reached=code not in ENVELOPE_CODES or handled)
+    stats.add(f"error {code}",
+              reached=past_the_envelope(code, data if isinstance(data, dict) else {}))
 
 
 def check_rest(reply: Reply, request: bytes, stats: Stats, path: str) -> Any:

@@ -22,12 +22,11 @@ from tests.proto import assert_error_details, proto_errors
 
 from .cases_v1 import STREAMING, V1_METHODS, RpcV1Case
 from .checks import (
-    ENVELOPE_CODES,
-    HANDLER_REASONS,
     INTERNAL,
     SUCCESS_SHAPES,
     Stats,
     every_task_reads_back,
+    past_the_envelope,
     rpc_envelope,
     shown,
     stored_tasks,
@@ -194,9 +193,7 @@ def check_rpc_v1(reply: Reply, case: RpcV1Case, tree: Any, body: bytes, stats: S
         assert code == case.expect, f"error {code} where {case.expect} was due{context}"
     if case.names_unsupported():
         assert code in _UNSUPPORTED_CODES, f"error {code} for an unsupported version{context}"
-    reason = metadata.get("reason")
-    handled = isinstance(reason, str) and reason.startswith(HANDLER_REASONS)
-    stats.add(f"error {code}", reached=code not in ENVELOPE_CODES or handled)
+    stats.add(f"error {code}", reached=past_the_envelope(code, metadata))
     return None
 
 

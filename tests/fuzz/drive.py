@@ -46,7 +46,9 @@ def rpc_case(served: Served, case: RpcCase, stats: Stats) -> None:
     reply = served.wire.request("POST", "/", body, case.headers())
     if case.slot is not None:
         scene.used(case.slot)
+    reached = stats.reached
     check_rpc(reply, tree, body, case.method(), stats)
+    stats.reached_kinds[case.kind] += stats.reached - reached
     scene.healthy()
 
 

@@ -39,8 +39,13 @@ def test_generated_requests(served: Served) -> None:
     one()
     stats.stored = every_task_reads_back(served.scene.rpc, served.db)
     assert stats.requests >= examples(GENERATED) // 2, stats.line()
-    assert stats.reached * 2 >= stats.requests, (
-        f"only {stats.reached} of {stats.requests} requests got past the envelope: "
+    # of the kinds meant to pass; the share of hard cases Hypothesis draws moves from a fifth
+    # to a third between random runs, so all requests together are no steady measure
+    aimed = stats.kinds["valid"] + stats.kinds["soft"]
+    passed = stats.reached_kinds["valid"] + stats.reached_kinds["soft"]
+    assert aimed * 2 >= stats.requests, f"hardly a valid or soft request: {stats.line()}"
+    assert passed * 2 >= aimed, (
+        f"only {passed} of {aimed} valid and soft requests got past the envelope: "
         + stats.line()
     )
 
