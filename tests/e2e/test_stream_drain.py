@@ -46,22 +46,42 @@ def _stream_tasks() -> set[asyncio.Task[object]]:
     return {t for t in asyncio.all_tasks() if t is not current and not t.done()}
 
 
+async def _all_let_go(events: Events) -> None:
+    """The source's own finally ran (its subscription let go) and nothing of the stream runs."""
+    assert events.released
+    await asyncio.sleep(0)
+    assert not _stream_tasks()
+
+
+def _consuming(events: Events, shutdown: anyio.Event) -> asyncio.Future[list[object]]:
+    """A stream's task reading every event as a client's frames would."""
+    async def consume() -> list[object]:
+        return [payload async for _, payload in _drain(events.iterate(), shutdown, GRACE)]
+
+    return asyncio.ensure_future(consume())
+
+
+async def _one_event_sent(
+    first: str,
+) -> tuple[Events, anyio.Event, AsyncIterator[tuple[int, object]]]:
+    events, shutdown = Events(), anyio.Event()
+    drained = _drain(events.iterate(), shutdown, GRACE)
+    events.queue.put_nowait(first)
+    assert (await anext(drained))[1] == first
+    return events, shutdown, drained
+
+
 async def test_events_pass_in_order_until_they_end() -> None:
     events, shutdown = Events(), anyio.Event()
     for item in ("a", "b", "c", None):
         events.queue.put_nowait(item)
     got = [payload async for _, payload in _drain(events.iterate(), shutdown, GRACE)]
     assert got == ["a", "b", "c"]
-    assert events.released
-    await asyncio.sleep(0)
-    assert not _stream_tasks()
+    await _all_let_go(events)
 
 
 async def test_shutdown_while_waiting_ends_the_stream_after_the_grace_period() -> None:
-    events, shutdown = Events(), anyio.Event()
-    drained = _drain(events.iterate(), shutdown, GRACE)
-    events.queue.put_nowait("before")
-    assert (await anext(drained))[1] == "before"
+    events, shutdown, drained = await _one_event_sent("before")
     loop = asyncio.get_running_loop()
     waiting = asyncio.ensure_future(anext(drained))
     await asyncio.sleep(0.05)
@@ -73,16 +93,11 @@ async def test_shutdown_while_waiting_ends_the_stream_after_the_grace_period() -
     with pytest.raises(StopAsyncIteration):  # at the grace period's end: nothing more comes
         await asyncio.wait_for(anext(drained), GRACE * 10)
     assert GRACE * 0.9 <= loop.time() - started < GRACE * 5
-    assert events.released  # the source's own finally ran: its subscription let go
-    await asyncio.sleep(0)
-    assert not _stream_tasks()
+    await _all_let_go(events)
 
 
 async def test_shutdown_while_the_consumer_is_away_ends_at_once_when_it_is_back() -> None:
-    events, shutdown = Events(), anyio.Event()
-    drained = _drain(events.iterate(), shutdown, GRACE)
-    events.queue.put_nowait("sent slowly")
-    assert (await anext(drained))[1] == "sent slowly"
+    events, shutdown, drained = await _one_event_sent("sent slowly")
     shutdown.set()
     await asyncio.sleep(GRACE * 1.5)  # the client is slow to take the frame: the grace passes
     loop = asyncio.get_running_loop()
@@ -90,9 +105,7 @@ async def test_shutdown_while_the_consumer_is_away_ends_at_once_when_it_is_back(
     with pytest.raises(StopAsyncIteration):
         await anext(drained)  # no event is waiting, and none is waited for
     assert loop.time() - back < GRACE / 2
-    assert events.released
-    await asyncio.sleep(0)
-    assert not _stream_tasks()
+    await _all_let_go(events)
 
 
 async def test_the_sources_own_errors_reach_the_stream() -> None:
@@ -102,38 +115,26 @@ async def test_the_sources_own_errors_reach_the_stream() -> None:
     with pytest.raises(TimeoutError, match="the relay timed out"):
         async for _ in _drain(events.iterate(), shutdown, GRACE):
             pass
-    assert events.released
-    await asyncio.sleep(0)
-    assert not _stream_tasks()
+    await _all_let_go(events)
 
 
 async def test_a_client_that_leaves_while_waiting_cancels_the_stream() -> None:
     """The stream's task cancelled (its client left) before shutdown: the cancellation goes
     through, it is not taken for the grace period's end."""
     events, shutdown = Events(), anyio.Event()
-
-    async def consume() -> list[object]:
-        return [payload async for _, payload in _drain(events.iterate(), shutdown, GRACE)]
-
-    consumer = asyncio.ensure_future(consume())
+    consumer = _consuming(events, shutdown)
     await asyncio.sleep(0.05)
     consumer.cancel()
     with pytest.raises(asyncio.CancelledError):
         await consumer
-    assert events.released
-    await asyncio.sleep(0)
-    assert not _stream_tasks()
+    await _all_let_go(events)
 
 
 async def test_a_client_that_leaves_as_the_grace_period_ends_is_still_cancelled() -> None:
-    """Both at once: the grace period's end and the client's cancellation arrive in the same
-    step of the loop; the stream's task ends cancelled, not as a clean end."""
+    """Both at once: the client's cancellation arrives as the grace period ends (timers due
+    together); the stream's task ends cancelled, not as a clean end."""
     events, shutdown = Events(), anyio.Event()
-
-    async def consume() -> list[object]:
-        return [payload async for _, payload in _drain(events.iterate(), shutdown, GRACE)]
-
-    consumer = asyncio.ensure_future(consume())
+    consumer = _consuming(events, shutdown)
     await asyncio.sleep(0.01)
     shutdown.set()
     loop = asyncio.get_running_loop()
@@ -144,11 +145,6 @@ async def test_a_client_that_leaves_as_the_grace_period_ends_is_still_cancelled(
 
 
 async def test_closing_the_stream_between_events_closes_the_source() -> None:
-    events, shutdown = Events(), anyio.Event()
-    drained = _drain(events.iterate(), shutdown, GRACE)
-    events.queue.put_nowait("one")
-    assert (await anext(drained))[1] == "one"
+    events, _, drained = await _one_event_sent("one")
     await drained.aclose()
-    assert events.released
-    await asyncio.sleep(0)
-    assert not _stream_tasks()
+    await _all_let_go(events)
