@@ -216,8 +216,9 @@ async def _drain(
     Each wait for the next event is an ``asyncio.timeout`` with no deadline, which the grace
     period's end moves to now: the wait is cancelled inside the events' iterator (ending its
     subscription), and a cancellation of the stream's own (its client left) still goes through.
-    A task per event raced against the shutdown, as before, cost about 9 µs an event more
-    (bench/README.md, "Speed, round twenty-four").
+    A task per event raced against the shutdown, as before, cost 14.5 µs an event against 7.9
+    in a microbenchmark, and more CPU per stream on an idle server (bench/README.md, "Speed,
+    round twenty-four").
     """
     grace_over = _GraceOver()
     watcher = asyncio.ensure_future(grace_over.after(shutdown, grace))
