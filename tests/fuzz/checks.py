@@ -25,6 +25,7 @@ from .wire import Reply
 #: JSON-RPC errors that mean the request never got past the envelope and params checks
 #: (-32009: the method's A2A version is not the one the request names)
 ENVELOPE_CODES = frozenset({-32700, -32600, -32601, -32602, -32009})
+INTERNAL = -32603
 #: ``-32602`` reasons a handler gives after the envelope and the params passed: the push
 #: service's refusal of a webhook or a config, a config the task does not have, an answer to a
 #: question no longer pending or past its deadline
@@ -42,7 +43,7 @@ def past_the_envelope(code: int, details: dict[str, Any]) -> bool:
     reason = details.get("reason")
     return (isinstance(reason, str) and reason.startswith(HANDLER_REASONS)) or (
         details.get("error") in HANDLER_ERRORS)
-INTERNAL = -32603
+
 
 #: the success shape of each method, as the official schema names it
 SUCCESS_SHAPES = {
