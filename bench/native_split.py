@@ -51,7 +51,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
@@ -183,20 +183,27 @@ def sample_langgraph(seconds: float, folder: Path, frequency: int) -> Sampled:
                              text=True)
     assert child.stdin is not None and child.stdout is not None
     try:
-        plain = json.loads(child.stdout.readline())
-        if child.stdout.readline().strip() != "ready":
-            raise RuntimeError("LangGraph alone did not start")
+        plain = json.loads(_child_line(child.stdout))
+        if _child_line(child.stdout) != "ready":
+            raise RuntimeError("LangGraph alone's child did not say it was ready")
         output = folder / "langgraph.perf"
         sampler = start_sampling(child.pid, seconds, output, frequency)
         child.stdin.write("go\n")
         child.stdin.flush()
-        measured = json.loads(child.stdout.readline())
+        measured = json.loads(_child_line(child.stdout))
         shares = finish_sampling(sampler, output)
     finally:
         with contextlib.suppress(OSError):
             child.stdin.close()
         child.wait(timeout=60)
     return Sampled(plain["cpu_ms"], measured["cpu_ms"], measured["round_trips"], shares)
+
+
+def _child_line(stdout: IO[str]) -> str:
+    line = stdout.readline()
+    if not line:
+        raise RuntimeError("LangGraph alone's child ended early (its error is above)")
+    return line.strip()
 
 
 async def _langgraph_child(seconds: float) -> None:
