@@ -4,7 +4,8 @@ builds it (SQLite file, or PostgreSQL with ``bench/run.py --db postgres``), serv
 asyncio's loop), with warnings only and no access log, as the other servers.
 
 Started through this file (not the ``llamon-agent`` command) only for the benchmark's agents
-(bench/agents.py) and ``--trace-stalls``.
+(bench/agents.py), ``--trace-stalls`` and ``$LLAMON_BENCH_ABLATE`` (bench/ablate.py: parts of
+the product taken out, to measure what each costs).
 """
 
 from __future__ import annotations
@@ -22,10 +23,11 @@ def main() -> None:
                    help="print garbage collections and event-loop stalls at shutdown "
                    "(bench/stalls.py)")
     args = p.parse_args()
+    from bench.ablate import make_app, parts_from_env
     from llamon_agent import create_app
     from llamon_agent.server.serve import ServeOptions, serve
 
-    app = create_app(build_agents(), db=args.db)
+    app = make_app(create_app, build_agents(), args.db, parts_from_env())
     if args.trace_stalls or os.environ.get("LLAMON_BENCH_TRACE_STALLS") == "1":
         from bench.stalls import TracedApp
 
