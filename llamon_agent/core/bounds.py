@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,7 +40,7 @@ __all__ = [
     "check_id",
     "check_text",
     "check_value",
-        "loads",
+    "loads",
     "parse_json",
 ]
 
@@ -114,19 +114,49 @@ def check_document(value: Any, body: bytes | str, limits: Limits) -> None:
 
     orjson turns integers beyond 64 bits into floats, so a document with any float at or
     beyond 2**63 in magnitude is parsed again with the standard library, whose integer hook
-    sees the digits as they were sent."""
-    huge_float = False
-    for node, depth in _walk(value):
-        if depth > limits.max_depth + ENVELOPE_DEPTH:
+    sees the digits as they were sent.
+
+    Every request's document passes here: the containers are walked a level at a time and
+    the strings, most of a document, cost one type test each (bench/README.md, "Speed, round
+    twenty-five")."""
+    deepest = limits.max_depth + ENVELOPE_DEPTH
+    huge_float = _huge_document_number(value)
+    level = _containers_of(value)
+    depth = 0
+    while level:
+        depth += 1
+        if depth > deepest:
             raise _too_deep(None, limits)
-        if isinstance(node, bool):
-            continue
-        if isinstance(node, int) and not INT64_MIN <= node <= INT64_MAX:
-            raise _bad_integer(None)
-        if isinstance(node, float) and abs(node) >= 2.0**63:
-            huge_float = True
+        below: list[Any] = []
+        for node in level:
+            for child in node.values() if isinstance(node, dict) else node:
+                kind = type(child)
+                if kind is str or kind is bool or child is None:
+                    continue
+                if kind is dict or kind is list or isinstance(child, (dict, list)):
+                    below.append(child)
+                elif _huge_document_number(child):
+                    huge_float = True
+        level = below
     if huge_float:
         json.loads(body, parse_int=_checked_int)
+
+
+def _containers_of(value: Any) -> list[Any]:
+    """The first level of a walk: the value itself when it is an object or an array."""
+    return [value] if isinstance(value, (dict, list)) else []
+
+
+def _huge_document_number(node: Any) -> bool:
+    """Whether ``node`` is a float to read again from the text (an integer beyond 64 bits
+    parsed as one); raises for an integer beyond 64 bits."""
+    if isinstance(node, bool):
+        return False
+    if isinstance(node, int):
+        if not INT64_MIN <= node <= INT64_MAX:
+            raise _bad_integer(None)
+        return False
+    return isinstance(node, float) and abs(node) >= 2.0**63
 
 
 def _too_deep(field: str | None, limits: Limits) -> LimitExceededError:
@@ -159,56 +189,69 @@ def loads(body: bytes | str, limits: Limits) -> Any:
     return value
 
 
-def _walk(value: Any) -> Iterator[tuple[Any, int]]:
-    """Every node with its depth (a container at the root is depth 1), without recursion."""
-    stack: list[tuple[Any, int]] = [(value, 0)]
-    while stack:
-        node, depth = stack.pop()
-        if isinstance(node, dict):
-            yield node, depth + 1
-            stack.extend((child, depth + 1) for child in node.values())
-        elif isinstance(node, list):
-            yield node, depth + 1
-            stack.extend((child, depth + 1) for child in node)
-        else:
-            yield node, depth
-
-
 def check_value(value: Any, limits: Limits, field: str) -> None:
     """A client value that will be stored (a data part, metadata, tool arguments): within the
     depth and size limits, every number storable, every key a string, nothing but JSON types.
-    Raises ``LimitExceededError`` naming ``field`` and the limit."""
-    for node, depth in _walk(value):
+    Raises ``LimitExceededError`` naming ``field`` and the limit. Walked as
+    :func:`check_document` walks a document, a level at a time."""
+    if not isinstance(value, (dict, list)):
+        _check_scalar(value, field)
+    level = _containers_of(value)
+    depth = 0
+    while level:
+        depth += 1
         if depth > limits.max_depth:
             raise _too_deep(field, limits)
-        if node is None or isinstance(node, bool):
-            continue
-        if isinstance(node, str):
-            if "\x00" in node:
-                raise _nul(field)
-            continue
-        if isinstance(node, int):
-            if not INT64_MIN <= node <= INT64_MAX:
-                raise _bad_integer(field)
-        elif isinstance(node, float):
-            if not math.isfinite(node):
-                raise LimitExceededError(f"{field} holds NaN or Infinity", limit="number",
-                                         field=field)
-        elif isinstance(node, dict):
-            if not all(isinstance(k, str) for k in node):
-                raise LimitExceededError(f"{field} has an object key that is not a string",
-                                         limit="json", field=field)
-            if any("\x00" in k for k in node):
-                raise _nul(field)
-        elif not isinstance(node, list):
-            raise LimitExceededError(f"{field} holds a {type(node).__name__}, which is not JSON",
-                                     limit="json", field=field)
+        below: list[Any] = []
+        for node in level:
+            if isinstance(node, dict):
+                _check_keys(node, field)
+                children: Iterable[Any] = node.values()
+            else:
+                children = node
+            for child in children:
+                kind = type(child)
+                if kind is str:
+                    if "\x00" in child:
+                        raise _nul(field)
+                elif kind is dict or kind is list or isinstance(child, (dict, list)):
+                    below.append(child)
+                elif child is not None and kind is not bool:
+                    _check_scalar(child, field)
+        level = below
     size = len(orjson.dumps(value))
     if size > limits.max_data_bytes:
         raise LimitExceededError(
             f"{field} is {size} bytes as JSON, over the limit of {limits.max_data_bytes}",
             limit="max_data_bytes", field=field, maximum=limits.max_data_bytes,
         )
+
+
+def _check_keys(node: dict[Any, Any], field: str) -> None:
+    if not all(isinstance(k, str) for k in node):
+        raise LimitExceededError(f"{field} has an object key that is not a string",
+                                 limit="json", field=field)
+    if any("\x00" in k for k in node):
+        raise _nul(field)
+
+
+def _check_scalar(node: Any, field: str) -> None:
+    """A value of :func:`check_value` that is neither an object nor an array."""
+    if node is None or isinstance(node, bool):
+        return
+    if isinstance(node, str):
+        if "\x00" in node:
+            raise _nul(field)
+    elif isinstance(node, int):
+        if not INT64_MIN <= node <= INT64_MAX:
+            raise _bad_integer(field)
+    elif isinstance(node, float):
+        if not math.isfinite(node):
+            raise LimitExceededError(f"{field} holds NaN or Infinity", limit="number",
+                                     field=field)
+    else:
+        raise LimitExceededError(f"{field} holds a {type(node).__name__}, which is not JSON",
+                                 limit="json", field=field)
 
 
 def check_text(text: str, limits: Limits, field: str) -> None:
