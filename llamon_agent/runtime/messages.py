@@ -6,7 +6,6 @@ object in Python); model instances passed in are taken as they are, not validate
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 import orjson
@@ -14,6 +13,7 @@ import orjson
 from ..a2a.types import Artifact, DataPart, Message, Part, Task, TaskStatus, TextPart
 from ..core.clock import now
 from ..core.hitl_graph import public_payload
+from ..core.ids import random_id
 from ..stores.base import StoredTask
 from ..tool_review import catalog
 from ..tool_review.payload import REVIEW_SCHEMA, is_review_request
@@ -22,7 +22,7 @@ __all__ = ["agent_message", "question_message", "response_copy", "result_artifac
 
 
 def new_id() -> str:
-    return str(uuid.uuid4())
+    return random_id()
 
 
 def status(state: str, message: Message | None = None) -> TaskStatus:

@@ -12,7 +12,6 @@
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -21,6 +20,7 @@ from ..a2a.types import RUNNING_STATES, TERMINAL_STATES, Message, Task
 from ..core.bounds import Limits
 from ..core.clock import Clock, iso, system_clock
 from ..core.hitl import INTERRUPT_ID
+from ..core.ids import random_id
 from ..core.principal import context_key
 from ..errors import (
     InvalidParamsError,
@@ -82,7 +82,7 @@ class Router:
         if message.task_id is not None:
             context_id = (await self.check_named(request)).context_id
         else:
-            context_id = message.context_id or str(uuid.uuid4())
+            context_id = message.context_id or random_id()
         bound = bound_interrupt(message)
         if bound is None:
             return Located(context_id, fresh=message.context_id is None
@@ -176,7 +176,7 @@ class Router:
                 raise NoPendingReviewError(catalog.text("no_pending_review", request.language))
             await self._check_waiting_quota(request.space)
             plan = self._new_task(served, context_id, message, request.space,
-                                  new_task_id or str(uuid.uuid4()))
+                                  new_task_id or random_id())
             plan.thread_empty = latest is None
             return plan
         return await collect_answer(

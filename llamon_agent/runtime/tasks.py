@@ -19,7 +19,6 @@ that this front claims and starts.
 from __future__ import annotations
 
 import logging
-import uuid
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack, suppress
 from typing import Any
@@ -30,6 +29,7 @@ from ..a2a.types import TERMINAL_STATES, MessageSendParams, Task
 from ..agent import Agent
 from ..core.bounds import Limits
 from ..core.deadlines import Deadline
+from ..core.ids import random_id
 from ..core.ports import HumanReviewPort
 from ..core.principal import ANONYMOUS, context_key
 from ..errors import TaskNotCancelableError, TaskNotFoundError
@@ -273,7 +273,7 @@ class TaskManager:
         # id a new task will get (the plan uses it), so the claim row is written once with it;
         # an answer without taskId resumes the context's waiting task instead, whose id the
         # turn then gives the claim (``TurnWorker.start``)
-        task_id = request.message.task_id or str(uuid.uuid4())
+        task_id = request.message.task_id or random_id()
         key = context_key(space, located.context_id)
         writes = TurnWrites(key)
         try:

@@ -143,8 +143,9 @@ class RequestEvents:
         return self._metrics.method(f"{method} {route.path}"), False
 
     def _route(self, scope: Scope) -> Route | None:
-        found = scope.get("route")  # Starlette's router leaves the route it chose
-        if isinstance(found, Route) and found.matches(scope)[0] is Match.FULL:
+        found = scope.get("route")  # Starlette's router leaves the route it chose: on a
+        # wrong method too (405), whose "METHOD /path" is then none of the fixed labels
+        if isinstance(found, Route):
             return found
         for route in self._routes:  # not routed: authentication (or a limit) answered first
             if route.matches(scope)[0] is Match.FULL:

@@ -36,6 +36,8 @@ async def test_a_conversation_counts_requests_tasks_turns_and_resumes(
         await client.call("no/such/method", {})
         await client.call("tasks/get", {"id": "no-such-task"})
         await client.call("tasks/get", {"id": 7})  # refused while parsing: still its method
+        assert (await client.http.delete("/metrics")).status_code == 405
+        assert (await client.http.put("/")).status_code == 405
         await asyncio.sleep(0.2)  # the waiting task grows older
         series = await scrape(client.http)
 
@@ -43,6 +45,8 @@ async def test_a_conversation_counts_requests_tasks_turns_and_resumes(
         assert value(series, "llamon_requests_total", method="other", outcome="-32601") == 1
         assert value(series, "llamon_requests_total", method="tasks/get", outcome="-32001") == 1
         assert value(series, "llamon_requests_total", method="tasks/get", outcome="-32602") == 1
+        # routed on their paths, but no route serves their methods
+        assert value(series, "llamon_requests_total", method="other", outcome="405") == 2
         assert value(series, "llamon_request_duration_seconds_count", method="message/send") == 1
         assert value(series, "llamon_tasks", state="input-required") == 1
         assert value(series, "llamon_tasks", state="completed") == 0
