@@ -70,26 +70,32 @@ class Count:
 # ---------------------------------------------------------------- the child: round trips
 
 
-async def _ours(folder: str, warmup: int, measured: int) -> None:
+async def _ours(folder: str, warmup: int, measured: int) -> int:
     from bench.ablate import make_app, parts_from_env
     from bench.agents import build_agents
     from bench.in_process import round_trip
     from llamon_agent import create_app
 
     app = make_app(create_app, build_agents(), str(Path(folder) / "tasks.db"), parts_from_env())
+    done = 0
     async with app.router.lifespan_context(app):
         for _ in range(warmup + measured):
-            await round_trip(app)
+            await round_trip(app)  # raises unless the task asks, then completes
+            done += 1
+    return done
 
 
-async def _langgraph(folder: str, warmup: int, measured: int) -> None:
+async def _langgraph(folder: str, warmup: int, measured: int) -> int:
     from bench.langgraph_alone import Variant, checkpointer, compile_graph, round_trip
 
     variant = Variant("sqlite-llamon", "exit")
     async with checkpointer(variant.checkpointer, folder) as opened:
         graph = compile_graph(variant, opened.saver)
+        done = 0
         for _ in range(warmup + measured):
-            await round_trip(graph, variant.durability, False)
+            await round_trip(graph, variant.durability, False)  # raises unless it interrupts
+            done += 1
+    return done
 
 
 def child(side: str, warmup: int, measured: int) -> None:
@@ -98,7 +104,8 @@ def child(side: str, warmup: int, measured: int) -> None:
     logging.disable(logging.WARNING)  # the no-authentication warning, once per app
     with tempfile.TemporaryDirectory(prefix="instructions-") as folder:
         run = _ours if side == "ours" else _langgraph
-        asyncio.run(run(folder, warmup, measured))
+        done = asyncio.run(run(folder, warmup, measured))
+    print(f"{side}: {done} round trips")
 
 
 # ---------------------------------------------------------------- the parent: valgrind

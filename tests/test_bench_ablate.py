@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, closing
 from pathlib import Path
 from typing import Any
 
@@ -97,14 +97,14 @@ async def test_edge_takes_the_bounds_past_the_parse_out(
 
 
 def stored_tasks(db: Path) -> int:
-    with sqlite3.connect(db) as conn:
+    with closing(sqlite3.connect(db)) as conn:
         tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
         return conn.execute("SELECT COUNT(*) FROM llamon_tasks").fetchone()[0] \
             if "llamon_tasks" in tables else 0
 
 
 def stored_checkpoints(db: Path) -> int:
-    with sqlite3.connect(db) as conn:
+    with closing(sqlite3.connect(db)) as conn:
         return conn.execute("SELECT COUNT(*) FROM checkpoints").fetchone()[0]
 
 

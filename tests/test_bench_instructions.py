@@ -24,6 +24,7 @@ def test_each_side_runs_its_round_trips_as_a_child(side: str) -> None:
         env={"PATH": "/usr/bin:/bin", "PYTHONHASHSEED": "0", "LLAMON_BENCH_ABLATE": "edge"},
     )
     assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout == f"{side}: 3 round trips\n"
 
 
 def test_an_unknown_ablated_part_is_refused_before_valgrind_starts() -> None:

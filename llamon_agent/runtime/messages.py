@@ -21,10 +21,6 @@ from ..tool_review.payload import REVIEW_SCHEMA, is_review_request
 __all__ = ["agent_message", "question_message", "response_copy", "result_artifact", "status"]
 
 
-def new_id() -> str:
-    return random_id()
-
-
 def status(state: str, message: Message | None = None) -> TaskStatus:
     return TaskStatus(state=state, message=message, timestamp=now())  # type: ignore[arg-type]
 
@@ -33,7 +29,7 @@ def agent_message(
     parts: list[Part], task_id: str, context_id: str, metadata: dict[str, Any] | None = None
 ) -> Message:
     return Message(
-        message_id=new_id(),
+        message_id=random_id(),
         role="agent",
         parts=parts,
         task_id=task_id,
@@ -94,7 +90,7 @@ def result_artifact(result: Any, texts: list[str]) -> Artifact | None:
     parts.extend(TextPart(kind="text", text=t) for t in texts)
     if not parts:
         return None
-    return Artifact(artifact_id=new_id(), name="result", parts=parts)
+    return Artifact(artifact_id=random_id(), name="result", parts=parts)
 
 
 def response_copy(record: StoredTask, history_length: int | None = None) -> Task:
