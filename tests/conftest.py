@@ -16,6 +16,7 @@ import pytest
 from asgi_lifespan import LifespanManager
 
 from llamon_agent import Agent, create_app
+from llamon_agent.a2a import task_json
 from llamon_agent.backends.coordination import Coordination, open_coordination
 from llamon_agent.backends.events_url import parse_events_url
 from llamon_agent.core.ports import HumanReviewPort
@@ -30,6 +31,10 @@ from tests.backends_redis import (
 )
 
 ROOT = Path(__file__).resolve().parent.parent
+
+# every cached task encoding the suite reaches is checked against a fresh one: a change that
+# mutates a runtime's task in place fails where it is reached (llamon_agent/a2a/task_json.py)
+task_json.VERIFY = True
 
 #: what ``serve`` opens when a test names none (the ``backend`` fixture changes it)
 _SERVED_ON: dict[str, str] = {"db": ":memory:"}

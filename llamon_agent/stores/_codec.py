@@ -21,6 +21,7 @@ from typing import Any
 import orjson
 from pydantic import ValidationError
 
+from ..a2a.task_json import task_json
 from ..a2a.types import Task
 from ..core.deadlines import expiry_from_json, expiry_to_json
 from ..core.principal import ANONYMOUS
@@ -30,7 +31,7 @@ from .base import Expiry, Pending, StoredTask
 
 
 def encode_task(record: StoredTask) -> bytes:
-    return record.task.to_json()
+    return task_json(record.task)
 
 
 _VERSION = 2
