@@ -52,6 +52,7 @@ from .body import read_body
 from .card import CardSource, load_card
 from .collector import tuned_collector
 from .context_rest import context_routes
+from .direct_rpc import DirectRpc
 from .extended_card import METHOD as EXTENDED_CARD
 from .guard import ErrorGuard
 from .health import health_routes, serving
@@ -399,6 +400,8 @@ def create_app(
     if quotas.requests_per_second is not None:  # after authentication: it sees the principal
         buckets = TokenBuckets(quotas.requests_per_second, quotas.bucket_size)
         middleware.append(Middleware(RateLimit, buckets=buckets))
+    # last, after authentication and the rate limit: every A2A call is a POST /
+    middleware.append(Middleware(DirectRpc, route=routes[0], endpoint=rpc))
     app = Starlette(routes=routes, lifespan=lifespan, middleware=middleware,
                     exception_handlers={HTTPException: _http_error})
     app.state.authentication = access.mode  # read by the CLI (server/exposure.py) and the logs
