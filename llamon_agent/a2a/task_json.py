@@ -3,7 +3,7 @@
 A turn's task is encoded as one object up to three times: stored (the task row), answered
 (``message/send``'s result, a stream's event) and packed (its event log's snapshot, when the
 turn's log closes). pydantic-core takes about 7 us for a 1 KiB task, and a HITL round trip
-encoded five tasks where three were objects encoded before (bench/README.md, "Speed, round
+encoded seven tasks, three of them objects encoded before (bench/README.md, "Speed, round
 twenty-six").
 
 The runtime never changes a task in place: every change is a ``model_copy``, a new object (the
@@ -23,7 +23,7 @@ import weakref
 
 from .types import Task
 
-__all__ = ["MAX_ENTRIES", "task_json"]
+__all__ = ["MAX_ENTRIES", "StaleTaskJSONError", "task_json"]
 
 #: encodings kept at once: a turn's live task and its latest copies, with room for concurrent turns
 MAX_ENTRIES = 64

@@ -5,9 +5,9 @@ chunked body is counted as it arrives and cut at the limit. Either way the serve
 most the limit plus one chunk, and the connection is closed after the error response (the
 rest of the body is never read).
 
-The body is read from the ASGI ``receive`` directly, not through ``Request.stream()``: the
-async generator cost a JSON-RPC call more than the loop (bench/README.md, "Speed, round
-twenty-six"). Nothing else reads a body the endpoint has read.
+The body is read from the ASGI ``receive`` directly, not through ``Request.stream()``, whose
+async generator costs each call more than this loop (bench/README.md, "Speed, round
+twenty-six"). Nothing else reads a body once the endpoint has.
 """
 
 from __future__ import annotations
