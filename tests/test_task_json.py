@@ -55,9 +55,8 @@ def test_at_most_max_entries_are_kept_the_oldest_dropped_first() -> None:
 def test_a_reused_id_never_answers_for_another_object() -> None:
     task = _task("first")
     key = id(task)
-    stale_ref = task_json._encoded.setdefault(  # an entry whose object is gone, same key
-        key, (lambda: None, b"stale"))  # type: ignore[arg-type]
-    assert stale_ref[1] == b"stale"
+    # an entry whose object is gone, under the same key
+    task_json._encoded[key] = (lambda: None, b"stale")  # type: ignore[assignment]
     assert task_json.task_json(task) == task.to_json()
 
 
@@ -75,3 +74,11 @@ def test_verify_catches_a_task_changed_in_place(monkeypatch: pytest.MonkeyPatch)
     task.status = TaskStatus(state="failed")  # what the runtime never does
     with pytest.raises(StaleTaskJSONError, match="t-1"):
         task_json.task_json(task)
+
+
+def test_wire_json_caches_tasks_only() -> None:
+    task = _task()
+    message = task.history[0]  # type: ignore[index]
+    assert task_json.wire_json(message) == message.to_json()
+    assert task_json._encoded == {}  # a message is encoded once in its life: nothing kept
+    assert task_json.wire_json(task) is task_json.task_json(task)

@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import weakref
 
-from .types import Task
+from .types import Task, WireModel
 
-__all__ = ["MAX_ENTRIES", "StaleTaskJSONError", "task_json"]
+__all__ = ["MAX_ENTRIES", "StaleTaskJSONError", "task_json", "wire_json"]
 
 #: encodings kept at once: a turn's live task and its latest copies, with room for concurrent turns
 MAX_ENTRIES = 64
@@ -51,6 +51,12 @@ def task_json(task: Task) -> bytes:
     if len(_encoded) > MAX_ENTRIES:
         del _encoded[next(iter(_encoded))]
     return data
+
+
+def wire_json(model: WireModel) -> bytes:
+    """A runtime's wire object as JSON: a task through :func:`task_json`, anything else
+    encoded as it is (events and messages are encoded once in their life)."""
+    return task_json(model) if isinstance(model, Task) else model.to_json()
 
 
 def _forget(key: int, ref: weakref.ref[Task]) -> None:

@@ -18,7 +18,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ..a2a.task_json import task_json
+from ..a2a.task_json import wire_json
 from ..a2a.types import Message, Task, TaskArtifactUpdateEvent, TaskStatusUpdateEvent, WireModel
 
 __all__ = ["Event", "EventHub", "EventLog", "Subscription", "iterate", "prepend", "settled"]
@@ -38,7 +38,7 @@ def _pack(event: Event | _Packed) -> _Packed:
         return event  # packed when an earlier turn of the task ended
     seq, payload = event
     kind: str = getattr(payload, "kind")  # every event type of _KINDS has one  # noqa: B009
-    return seq, kind, task_json(payload) if isinstance(payload, Task) else payload.to_json()
+    return seq, kind, wire_json(payload)
 
 
 def _unpack(event: Event | _Packed) -> Event:

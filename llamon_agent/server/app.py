@@ -381,8 +381,9 @@ def create_app(
         other method is a 405 that allows both."""
         return await (rpc(request) if request.method == "POST" else landing(request))
 
+    root_route = Route("/", root, methods=["GET", "POST"])
     routes = [
-        Route("/", root, methods=["GET", "POST"]),
+        root_route,
         Route("/.well-known/agent-card.json", agent_card, methods=["GET"]),
         Route("/.well-known/agent.json", agent_card, methods=["GET"]),
         *hitl_routes(chat_agent or default_chat_agent(agents), limits),
@@ -401,7 +402,7 @@ def create_app(
         buckets = TokenBuckets(quotas.requests_per_second, quotas.bucket_size)
         middleware.append(Middleware(RateLimit, buckets=buckets))
     # last, after authentication and the rate limit: every A2A call is a POST /
-    middleware.append(Middleware(DirectRpc, route=routes[0], endpoint=rpc))
+    middleware.append(Middleware(DirectRpc, route=root_route, endpoint=rpc))
     app = Starlette(routes=routes, lifespan=lifespan, middleware=middleware,
                     exception_handlers={HTTPException: _http_error})
     app.state.authentication = access.mode  # read by the CLI (server/exposure.py) and the logs

@@ -35,7 +35,8 @@ class DirectRpc:
         self._endpoint = endpoint
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["method"] != "POST" or scope["path"] != "/":
+        if (scope["type"] != "http" or scope["method"] != "POST"
+                or scope["path"] != self._route.path):
             await self._app(scope, receive, send)
             return
         scope["route"] = self._route

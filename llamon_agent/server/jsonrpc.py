@@ -14,11 +14,10 @@ from typing import Any
 import orjson
 from pydantic import BaseModel, ValidationError
 
-from ..a2a.task_json import task_json
+from ..a2a.task_json import wire_json
 from ..a2a.types import (
     TERMINAL_STATES,
     MessageSendParams,
-    Task,
     TaskIdParams,
     TaskQueryParams,
     WireModel,
@@ -89,8 +88,8 @@ def error_body(error: A2AError, request_id: RequestId, version: Version = V0_3) 
 
 def success_body(result: Any, request_id: RequestId) -> bytes:
     if isinstance(result, WireModel):  # the hot path: no intermediate dict
-        data = task_json(result) if isinstance(result, Task) else result.to_json()
-        return b'{"jsonrpc":"2.0","id":%b,"result":%b}' % (orjson.dumps(request_id), data)
+        return b'{"jsonrpc":"2.0","id":%b,"result":%b}' % (orjson.dumps(request_id),
+                                                            wire_json(result))
     return orjson.dumps({"jsonrpc": "2.0", "id": request_id, "result": result})
 
 
