@@ -247,3 +247,43 @@ async def test_a_sqlite_file_without_configs_reads_nothing_per_saved_state(
         answered = record("t1", "completed", 4)
         keys = await storage.push.enqueue(answered, lambda: b"{}", 3.0, just_saved=True)
         assert [(k.config_id, k.seq) for k in keys] == [("a", 4)]
+
+
+async def test_the_sqlite_reconciliation_reads_the_open_configs_not_every_ended_task(
+    tmp_path: Path,
+) -> None:
+    """The sweep's ``stale_tasks`` runs every few seconds on the event loop. SQLite's planner,
+    without statistics, drove it from the task table: every task in a notified state (every
+    completed task, kept until retention) was read and probed for a config, 112 ms a sweep on
+    a file of 128,000 tasks (bench/README.md, "Speed, round twenty-seven"). Driven by the open
+    configs, its work is the same however many ended tasks the file holds; counted in the
+    virtual machine's steps (``set_progress_handler``), not timed."""
+    async with open_storage(str(tmp_path / "r.sqlite3")) as storage:
+        conn = storage.checkpointer.conn  # type: ignore[attr-defined]  # the file's one connection
+        await storage.tasks.save(record("watched", "input-required", 3))
+        await storage.push.put_config(record("watched", "working", 1), hook("a"), max_configs=5)
+
+        async def steps_of_a_reconciliation() -> int:
+            steps = 0
+
+            def step() -> int:
+                nonlocal steps
+                steps += 1
+                return 0
+
+            conn.set_progress_handler(step, 1)
+            try:
+                assert await storage.push.stale_tasks(100) == ["watched"]
+            finally:
+                conn.set_progress_handler(None, 1)
+            return steps
+
+        async def end_tasks(first: int, count: int) -> None:
+            for n in range(first, first + count):
+                await storage.tasks.save(record(f"done-{n}", "completed", 2, context=f"c{n}"))
+
+        await end_tasks(0, 50)
+        few = await steps_of_a_reconciliation()
+        await end_tasks(50, 950)
+        many = await steps_of_a_reconciliation()
+        assert many == few, (few, many)
