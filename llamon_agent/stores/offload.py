@@ -14,6 +14,10 @@ the checkpointer first waits (``await idle()``) until no large write is running,
 write holds the gate while it runs. (The review port's rare small writes do not wait; at worst
 one waits in the busy handler until the large write ends.) Reads never wait: in WAL mode a
 reader sees the last committed state.
+
+A read whose cost grows with the stored rows (the tasks by state, read at every scrape of
+``/metrics``: every stored task) runs in the same thread (``read``), so the loop keeps serving
+while it scans.
 """
 
 from __future__ import annotations
@@ -85,6 +89,12 @@ class Offload:
         done.add_done_callback(finished)
         return await asyncio.shield(done)
 
+    async def read(self, query: Callable[[sqlite3.Connection], T]) -> T:
+        """``query`` on the worker's connection, in its thread: it sees what is committed. A
+        read neither waits for nor holds the gate (WAL readers do not block the writer); it
+        queues behind a running large write in the one thread."""
+        return await asyncio.get_running_loop().run_in_executor(self._worker(), self._read, query)
+
     def _worker(self) -> ThreadPoolExecutor:
         if self._closed:
             raise RuntimeError("storage is closed")
@@ -93,10 +103,16 @@ class Offload:
         return self._executor
 
     def _transaction(self, statements: Callable[[sqlite3.Connection], T]) -> T:
+        with self._connection() as conn:  # commit, or roll back on an exception
+            return statements(conn)
+
+    def _read(self, query: Callable[[sqlite3.Connection], T]) -> T:
+        return query(self._connection())
+
+    def _connection(self) -> sqlite3.Connection:
         if self._conn is None:
             self._conn = self._connect(self._path)
-        with self._conn:  # commit, or roll back on an exception
-            return statements(self._conn)
+        return self._conn
 
     def close(self) -> None:
         """Wait for a running write, then close the worker's connection (before the loop's

@@ -309,9 +309,12 @@ class SQLiteTaskStore:
         return [_decode_or_unreadable(row) for row in rows]
 
     async def count_by_state(self) -> dict[str, int]:
-        rows = self._conn.execute(
-            "SELECT state, COUNT(*) FROM llamon_tasks GROUP BY state"
-        ).fetchall()
+        """Every stored task is read (a covering index's scan): with a worker thread, there,
+        off the loop (``offload.py``)."""
+        if self._offload is None:
+            rows = _count_by_state(self._conn)
+        else:
+            rows = await self._offload.read(_count_by_state)
         return {str(state): int(count) for state, count in rows}
 
     async def count_in_state(self, space: str, state: str) -> int:
@@ -573,6 +576,10 @@ class InlineSqliteSaver(SqliteSaver):
 
     async def aget_delta_channel_history(self, *, config: RunnableConfig, channels: Sequence[str]) -> Any:
         return self.get_delta_channel_history(config=config, channels=channels)
+
+
+def _count_by_state(conn: sqlite3.Connection) -> list[Any]:
+    return conn.execute("SELECT state, COUNT(*) FROM llamon_tasks GROUP BY state").fetchall()
 
 
 def _checkpoint_statements(

@@ -1,0 +1,294 @@
+"""What the server's periodic work costs as the stored tasks grow: the sweep and the metrics.
+
+    .venv/bin/python bench/sweep_scale.py [--db sqlite|postgres] [--tasks 128000] [--seed 500]
+        [--repeat 5] [--name sweep-scale]
+
+A HITL round trip ends with a completed task that stays stored until retention deletes it, so a
+server's file or database holds ever more ended tasks. Work that runs every few seconds whatever
+the traffic (the sweep: deadlines, retention, push reconciliation and retries) or at every scrape
+of ``/metrics`` (the tasks by state) must not grow with them: on SQLite it runs on the event
+loop, and every request waits while it does (issue 14's tail, bench/README.md "Speed, round
+twenty-seven": the push reconciliation read every ended task, 112 ms a sweep at 128,000 tasks).
+
+``create_app`` on the benchmark's agents, on a fresh SQLite file or PostgreSQL database
+(``bench/pgdb.py``), with a 30-day retention so that its job runs (and finds nothing to
+delete); ``--seed`` HITL round trips in process (``bench/in_process.py``) give real rows. The
+sweep (``TaskManager.sweeper.sweep_once()``) and ``GET /metrics`` are timed ``--repeat``
+times, each with the event loop's longest stall meanwhile (a task ticking every 0.5 ms: what
+a request ready during the call waited); then the task rows, the checkpoints and the checkpoint writes are copied with new random
+ids, doubling, until the store holds at least ``--tasks`` tasks, and both are timed again. Wall
+time of each call (the machine may be busy: compare the two sizes, not the digits).
+Results: bench/results/NAME.md and .json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import logging
+import sqlite3
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+BENCH = Path(__file__).resolve().parent
+sys.path.insert(0, str(BENCH.parent))
+
+from bench.agents import build_agents  # noqa: E402
+from bench.in_process import round_trip  # noqa: E402
+
+RETENTION_SECONDS = 30 * 86400
+#: a SQLite id: what ``core/ids.random_id`` gives (uuid4 text), from SQLite's own random bytes
+_SQLITE_UUID = ("lower(hex(randomblob(4)) || '-' || hex(randomblob(2)) || '-4' ||"
+                " substr(hex(randomblob(2)), 2) || '-a' || substr(hex(randomblob(2)), 2) || '-' ||"
+                " hex(randomblob(6)))")
+_SQLITE_KEY = "lower(hex(randomblob(16)))"
+_POSTGRES_KEY = "md5(random()::text)"
+#: the tables copied, and the columns given new random values (each thread its own, at random:
+#: the copies' keys land all over their b-trees, as real ones do)
+_COPIED = {
+    "sqlite": {"llamon_tasks": {"id": _SQLITE_UUID, "context_id": _SQLITE_KEY},
+               "checkpoints": {"thread_id": _SQLITE_KEY}, "writes": {"thread_id": _SQLITE_KEY}},
+    "postgres": {"llamon_tasks": {"id": _POSTGRES_KEY, "context_id": _POSTGRES_KEY},
+                 "checkpoints": {"thread_id": _POSTGRES_KEY},
+                 "checkpoint_blobs": {"thread_id": _POSTGRES_KEY},
+                 "checkpoint_writes": {"thread_id": _POSTGRES_KEY}},
+}
+
+
+@dataclass
+class Size:
+    tasks: int
+    sweep_ms: list[float] = field(default_factory=list)
+    metrics_ms: list[float] = field(default_factory=list)
+    #: the event loop's longest wait between two ticks during each call (every request waits it)
+    sweep_stall_ms: list[float] = field(default_factory=list)
+    metrics_stall_ms: list[float] = field(default_factory=list)
+
+    @property
+    def sweep_median(self) -> float:
+        return statistics.median(self.sweep_ms)
+
+    @property
+    def metrics_median(self) -> float:
+        return statistics.median(self.metrics_ms)
+
+    @property
+    def sweep_stall_median(self) -> float:
+        return statistics.median(self.sweep_stall_ms)
+
+    @property
+    def metrics_stall_median(self) -> float:
+        return statistics.median(self.metrics_stall_ms)
+
+
+class LoopStalls:
+    """A task ticking every ``TICK`` seconds while entered: ``longest`` is the longest time
+    between two of its ticks, less the tick, in ms (what a request ready meanwhile waited)."""
+
+    TICK = 0.0005
+
+    def __init__(self) -> None:
+        self.longest = 0.0
+        self._last = 0.0
+        self._task: asyncio.Task[None] | None = None
+
+    def _note(self) -> None:
+        now = time.perf_counter()
+        self.longest = max(self.longest, (now - self._last - self.TICK) * 1e3)
+        self._last = now
+
+    async def _tick(self) -> None:
+        self._last = time.perf_counter()
+        while True:
+            await asyncio.sleep(self.TICK)
+            self._note()
+
+    async def __aenter__(self) -> LoopStalls:
+        self._task = asyncio.create_task(self._tick())
+        await asyncio.sleep(0)  # ticking before the measured call starts
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        assert self._task is not None
+        self._note()  # the time since the last tick counts too: the call may have just blocked
+        self._task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._task
+
+
+async def get(app: Any, path: str) -> tuple[int, bytes]:
+    """One GET to the app as an ASGI call: (status, body)."""
+    status, chunks = 0, []
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        nonlocal status
+        if message["type"] == "http.response.start":
+            status = message["status"]
+        elif message["type"] == "http.response.body":
+            chunks.append(message.get("body", b""))
+
+    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET",
+             "scheme": "http", "path": path, "raw_path": path.encode(), "query_string": b"",
+             "root_path": "", "headers": [(b"host", b"127.0.0.1")],
+             "client": ("127.0.0.1", 40000), "server": ("127.0.0.1", 8000), "state": {}}
+    await app(scope, receive, send)
+    return status, b"".join(chunks)
+
+
+async def time_periodic_work(app: Any, size: Size, repeat: int) -> None:
+    """``repeat`` sweeps and metrics reads, into ``size``."""
+    sweeper = app.state.manager.sweeper
+    for _ in range(repeat):
+        async with LoopStalls() as stalls:
+            started = time.perf_counter()
+            report = await sweeper.sweep_once()
+            size.sweep_ms.append((time.perf_counter() - started) * 1e3)
+        size.sweep_stall_ms.append(stalls.longest)
+        if report.failed:
+            raise RuntimeError(f"sweep jobs failed: {report.failed}")
+        async with LoopStalls() as stalls:
+            started = time.perf_counter()
+            status, _body = await get(app, "/metrics")
+            size.metrics_ms.append((time.perf_counter() - started) * 1e3)
+        size.metrics_stall_ms.append(stalls.longest)
+        if status != 200:
+            raise RuntimeError(f"GET /metrics answered {status}")
+
+
+def _columns_sqlite(conn: sqlite3.Connection, table: str) -> list[str]:
+    return [row[1] for row in conn.execute(f"PRAGMA table_info({table})")]
+
+
+def count_sqlite(path: str) -> int:
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        return int(conn.execute("SELECT count(*) FROM llamon_tasks").fetchone()[0])
+
+
+def count_postgres(url: str) -> int:
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        row = conn.execute("SELECT count(*) FROM llamon_tasks").fetchone()
+    return int(row[0]) if row else 0
+
+
+def grow_sqlite(path: str, target: int) -> int:
+    """Double the copied tables with new keys until ``llamon_tasks`` holds ``target`` rows;
+    returns how many it holds."""
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        count = count_sqlite(path)
+        while 0 < count < target:
+            with conn:
+                for table, fresh in _COPIED["sqlite"].items():
+                    columns = _columns_sqlite(conn, table)
+                    values = ", ".join(fresh.get(c, c) for c in columns)
+                    conn.execute(f"INSERT INTO {table} ({', '.join(columns)})"
+                                 f" SELECT {values} FROM {table}")
+            count = count_sqlite(path)
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    return count
+
+
+def grow_postgres(url: str, target: int) -> int:
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        held = count_postgres(url)
+        while 0 < held < target:
+            with conn.transaction():
+                for table, fresh in _COPIED["postgres"].items():
+                    columns = [row[0] for row in conn.execute(
+                        "SELECT column_name FROM information_schema.columns WHERE table_name = %s"
+                        " AND is_generated = 'NEVER' AND identity_generation IS NULL"
+                        " ORDER BY ordinal_position", (table,))]
+                    values = ", ".join(fresh.get(c, c) for c in columns)
+                    conn.execute(f"INSERT INTO {table} ({', '.join(columns)})"
+                                 f" SELECT {values} FROM {table}")
+            held = count_postgres(url)
+        conn.execute("ANALYZE")  # as autovacuum would have by then
+    return held
+
+
+@contextlib.contextmanager
+def storage(kind: str, folder: str) -> Iterator[tuple[str, Callable[[int], int],
+                                                     Callable[[], int]]]:
+    """(``create_app``'s ``db``, a function growing it to N tasks, one counting its tasks)."""
+    if kind == "sqlite":
+        path = str(Path(folder) / f"sweep-{uuid.uuid4().hex}.sqlite3")
+        yield path, lambda target: grow_sqlite(path, target), lambda: count_sqlite(path)
+        return
+    from bench.pgdb import fresh_database
+
+    with fresh_database("on") as db:
+        yield (db.url, lambda target: grow_postgres(db.url, target),
+               lambda: count_postgres(db.url))
+
+
+async def measure(kind: str, seed: int, target: int, repeat: int) -> list[Size]:
+    from llamon_agent import create_app
+
+    sizes: list[Size] = []
+    with tempfile.TemporaryDirectory(prefix="sweep-scale-") as folder, \
+            storage(kind, folder) as (db, grow, count):
+        for phase in ("seeded", "grown"):
+            if phase == "grown":
+                grow(target)
+            app = create_app(build_agents(), db=db, retention=RETENTION_SECONDS)
+            async with app.router.lifespan_context(app):
+                if phase == "seeded":
+                    for _ in range(seed):
+                        await round_trip(app)
+                size = Size(tasks=count())
+                await time_periodic_work(app, size, repeat)
+                sizes.append(size)
+    return sizes
+
+
+def report(kind: str, sizes: list[Size], repeat: int) -> str:
+    lines = [f"{kind}, medians of {repeat} calls (wall time, ms)", "",
+             "| tasks stored | the sweep | its longest loop stall | `GET /metrics` |"
+             " its longest loop stall |", "|---:|---:|---:|---:|---:|"]
+    for s in sizes:
+        lines.append(f"| {s.tasks:,} | {s.sweep_median:.2f} | {s.sweep_stall_median:.2f} |"
+                     f" {s.metrics_median:.2f} | {s.metrics_stall_median:.2f} |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--db", choices=("sqlite", "postgres"), default="sqlite")
+    p.add_argument("--tasks", type=int, default=128_000, help="tasks stored for the second size")
+    p.add_argument("--seed", type=int, default=500, help="HITL round trips for the first size")
+    p.add_argument("--repeat", type=int, default=5, help="sweeps and metrics reads per size")
+    p.add_argument("--name", default="sweep-scale")
+    args = p.parse_args()
+    if args.seed < 1 or args.repeat < 1 or args.tasks <= args.seed:
+        p.error("need --seed >= 1, --repeat >= 1 and --tasks above --seed")
+    logging.disable(logging.WARNING)  # the no-authentication warning, once per app
+    sizes = asyncio.run(measure(args.db, args.seed, args.tasks, args.repeat))
+    text = report(args.db, sizes, args.repeat)
+    print(text)
+    out = BENCH / "results"
+    out.mkdir(exist_ok=True)
+    (out / f"{args.name}.md").write_text(text + "\n")
+    (out / f"{args.name}.json").write_text(json.dumps(
+        [{**asdict(s), "sweep_median": s.sweep_median, "metrics_median": s.metrics_median,
+          "sweep_stall_median": s.sweep_stall_median,
+          "metrics_stall_median": s.metrics_stall_median} for s in sizes], indent=1))
+    print(f"written to bench/results/{args.name}.md and .json")
+
+
+if __name__ == "__main__":
+    main()

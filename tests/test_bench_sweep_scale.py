@@ -1,0 +1,70 @@
+"""bench/sweep_scale.py grows a real server's storage by copying its rows with new keys, and
+times the sweep and ``GET /metrics`` at both sizes; small sizes here, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from bench.sweep_scale import Size, count_sqlite, grow_sqlite, measure, report
+
+
+async def test_a_sqlite_file_grows_by_copies_with_their_own_keys_and_both_sizes_are_timed(
+) -> None:
+    seeded, grown = await measure("sqlite", seed=3, target=20, repeat=2)
+    assert seeded.tasks == 3 and grown.tasks == 24  # 3, doubled three times
+    for size in (seeded, grown):
+        assert len(size.sweep_ms) == len(size.metrics_ms) == 2
+        assert len(size.sweep_stall_ms) == len(size.metrics_stall_ms) == 2
+        assert all(ms > 0 for ms in size.sweep_ms + size.metrics_ms)
+    text = report("sqlite", [seeded, grown], 2)
+    assert "| 3 |" in text and "| 24 |" in text
+
+
+def test_the_copies_take_new_task_and_context_ids_and_threads(tmp_path: Path) -> None:
+    path = str(tmp_path / "g.sqlite3")
+    with sqlite3.connect(path) as conn:
+        conn.executescript(
+            "CREATE TABLE llamon_tasks (id TEXT PRIMARY KEY, context_id TEXT, state TEXT);"
+            "CREATE TABLE checkpoints (thread_id TEXT, checkpoint_id TEXT);"
+            "CREATE TABLE writes (thread_id TEXT, idx INTEGER);"
+            "INSERT INTO llamon_tasks VALUES ('a', 'ctx', 'completed');"
+            "INSERT INTO checkpoints VALUES ('ctx', 'c1');"
+            "INSERT INTO writes VALUES ('ctx', 0);")
+    assert grow_sqlite(path, 5) == 8 == count_sqlite(path)
+    with sqlite3.connect(path) as conn:
+        ids = [row[0] for row in conn.execute("SELECT id FROM llamon_tasks")]
+        contexts = {row[0] for row in conn.execute("SELECT context_id FROM llamon_tasks")}
+        threads = {row[0] for row in conn.execute("SELECT thread_id FROM checkpoints")}
+        states = {row[0] for row in conn.execute("SELECT state FROM llamon_tasks")}
+    assert len(set(ids)) == 8 and len(contexts) == 8 and len(threads) == 8
+    assert states == {"completed"}  # every other column copied as it was
+    assert all(len(i) == 36 and i[14] == "4" for i in ids if i != "a")  # uuid4 text, as ours
+
+
+@pytest.mark.usefixtures("postgres_url")
+async def test_a_postgres_database_grows_and_is_timed_the_same_way() -> None:
+    sizes = await measure("postgres", seed=2, target=5, repeat=1)
+    assert [s.tasks for s in sizes] == [2, 8]
+
+
+def test_the_report_reads_the_medians() -> None:
+    size = Size(tasks=128_000, sweep_ms=[3.0, 1.0, 2.0], metrics_ms=[9.0, 7.0, 8.0],
+                sweep_stall_ms=[0.5, 0.1, 0.3], metrics_stall_ms=[4.0, 6.0, 5.0])
+    assert "| 128,000 | 2.00 | 0.30 | 8.00 | 5.00 |" in report("sqlite", [size], 3)
+
+
+async def test_a_blocking_call_is_seen_as_a_stall_and_an_awaiting_one_is_not() -> None:
+    import asyncio
+    import time
+
+    from bench.sweep_scale import LoopStalls
+
+    async with LoopStalls() as stalls:
+        time.sleep(0.03)  # the loop blocked, as a scan on its thread blocks it
+    assert stalls.longest >= 25
+    async with LoopStalls() as stalls:
+        await asyncio.sleep(0.03)  # the loop free meanwhile
+    assert stalls.longest < 25
