@@ -51,6 +51,11 @@ async def test_a_files_count_by_state_runs_in_another_thread_on_another_connecti
         # what the loop committed since is counted by the next one
         await storage.tasks.save(record("t9", "completed"))
         assert (await storage.tasks.count_by_state())["completed"] == 4
+        # and the worker's read is over once counted: a checkpoint can empty the WAL (a
+        # reader left open would hold it, and the WAL would grow)
+        busy, _, _ = storage.checkpointer.conn.execute(  # type: ignore[attr-defined]
+            "PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        assert busy == 0
 
 
 async def test_a_store_on_a_connection_alone_counts_inline(tmp_path: Path) -> None:
