@@ -13,12 +13,13 @@ twenty-seven": the push reconciliation read every ended task, 112 ms a sweep at 
 ``create_app`` on the benchmark's agents, on a fresh SQLite file or PostgreSQL database
 (``bench/pgdb.py``), with a 30-day retention so that its job runs (and finds nothing to
 delete); ``--seed`` HITL round trips in process (``bench/in_process.py``) give real rows. The
-sweep (``TaskManager.sweeper.sweep_once()``) and ``GET /metrics`` are timed ``--repeat``
-times, each with the event loop's longest stall meanwhile (a task ticking every 0.5 ms: what
-a request ready during the call waited); then the task rows, the checkpoints and the checkpoint writes are copied with new random
-ids, doubling, until the store holds at least ``--tasks`` tasks, and both are timed again. Wall
-time of each call (the machine may be busy: compare the two sizes, not the digits).
-Results: bench/results/NAME.md and .json.
+sweep (``TaskManager.sweeper.sweep_once()``) and ``GET /metrics`` (through httpx's ASGI
+transport) are timed ``--repeat`` times, each with the event loop's longest stall meanwhile (a
+task ticking every 0.5 ms: what a request ready during the call waited); then the task rows,
+the checkpoints and the checkpoint writes are copied with new random ids, doubling, until the
+store holds at least ``--tasks`` tasks, and both are timed again. Wall time of each call (the
+machine may be busy: compare the two sizes, not the digits). Results: bench/results/NAME.md
+and .json.
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+import httpx
 
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH.parent))
@@ -64,6 +67,10 @@ _COPIED = {
 }
 
 
+#: the timed lists of a ``Size``, in the report's column order
+_TIMED = ("sweep_ms", "sweep_stall_ms", "metrics_ms", "metrics_stall_ms")
+
+
 @dataclass
 class Size:
     tasks: int
@@ -73,21 +80,9 @@ class Size:
     sweep_stall_ms: list[float] = field(default_factory=list)
     metrics_stall_ms: list[float] = field(default_factory=list)
 
-    @property
-    def sweep_median(self) -> float:
-        return statistics.median(self.sweep_ms)
-
-    @property
-    def metrics_median(self) -> float:
-        return statistics.median(self.metrics_ms)
-
-    @property
-    def sweep_stall_median(self) -> float:
-        return statistics.median(self.sweep_stall_ms)
-
-    @property
-    def metrics_stall_median(self) -> float:
-        return statistics.median(self.metrics_stall_ms)
+    def medians(self) -> dict[str, float]:
+        """The median of each timed list, by the list's name."""
+        return {name: statistics.median(getattr(self, name)) for name in _TIMED}
 
 
 class LoopStalls:
@@ -125,62 +120,50 @@ class LoopStalls:
             await self._task
 
 
-async def get(app: Any, path: str) -> tuple[int, bytes]:
-    """One GET to the app as an ASGI call: (status, body)."""
-    status, chunks = 0, []
-
-    async def receive() -> dict[str, Any]:
-        return {"type": "http.request", "body": b"", "more_body": False}
-
-    async def send(message: dict[str, Any]) -> None:
-        nonlocal status
-        if message["type"] == "http.response.start":
-            status = message["status"]
-        elif message["type"] == "http.response.body":
-            chunks.append(message.get("body", b""))
-
-    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET",
-             "scheme": "http", "path": path, "raw_path": path.encode(), "query_string": b"",
-             "root_path": "", "headers": [(b"host", b"127.0.0.1")],
-             "client": ("127.0.0.1", 40000), "server": ("127.0.0.1", 8000), "state": {}}
-    await app(scope, receive, send)
-    return status, b"".join(chunks)
-
-
 async def time_periodic_work(app: Any, size: Size, repeat: int) -> None:
     """``repeat`` sweeps and metrics reads, into ``size``."""
     sweeper = app.state.manager.sweeper
-    for _ in range(repeat):
-        async with LoopStalls() as stalls:
-            started = time.perf_counter()
-            report = await sweeper.sweep_once()
-            size.sweep_ms.append((time.perf_counter() - started) * 1e3)
-        size.sweep_stall_ms.append(stalls.longest)
-        if report.failed:
-            raise RuntimeError(f"sweep jobs failed: {report.failed}")
-        async with LoopStalls() as stalls:
-            started = time.perf_counter()
-            status, _body = await get(app, "/metrics")
-            size.metrics_ms.append((time.perf_counter() - started) * 1e3)
-        size.metrics_stall_ms.append(stalls.longest)
-        if status != 200:
-            raise RuntimeError(f"GET /metrics answered {status}")
+    client = httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://bench")
+    async with client:
+        for _ in range(repeat):
+            await _time_once(sweeper, client, size)
+
+
+async def _time_once(sweeper: Any, client: httpx.AsyncClient, size: Size) -> None:
+    """One sweep and one metrics read, each with its loop stall, into ``size``."""
+    async with LoopStalls() as stalls:
+        started = time.perf_counter()
+        report = await sweeper.sweep_once()
+        size.sweep_ms.append((time.perf_counter() - started) * 1e3)
+    size.sweep_stall_ms.append(stalls.longest)
+    if report.failed:
+        raise RuntimeError(f"sweep jobs failed: {report.failed}")
+    async with LoopStalls() as stalls:
+        started = time.perf_counter()
+        status = (await client.get("/metrics")).status_code
+        size.metrics_ms.append((time.perf_counter() - started) * 1e3)
+    size.metrics_stall_ms.append(stalls.longest)
+    if status != 200:
+        raise RuntimeError(f"GET /metrics answered {status}")
 
 
 def _columns_sqlite(conn: sqlite3.Connection, table: str) -> list[str]:
     return [row[1] for row in conn.execute(f"PRAGMA table_info({table})")]
 
 
+_COUNT = "SELECT count(*) FROM llamon_tasks"
+
+
 def count_sqlite(path: str) -> int:
     with contextlib.closing(sqlite3.connect(path)) as conn:
-        return int(conn.execute("SELECT count(*) FROM llamon_tasks").fetchone()[0])
+        return int(conn.execute(_COUNT).fetchone()[0])
 
 
 def count_postgres(url: str) -> int:
     import psycopg
 
     with psycopg.connect(url, autocommit=True) as conn:
-        row = conn.execute("SELECT count(*) FROM llamon_tasks").fetchone()
+        row = conn.execute(_COUNT).fetchone()
     return int(row[0]) if row else 0
 
 
@@ -188,7 +171,7 @@ def grow_sqlite(path: str, target: int) -> int:
     """Double the copied tables with new keys until ``llamon_tasks`` holds ``target`` rows;
     returns how many it holds."""
     with contextlib.closing(sqlite3.connect(path)) as conn:
-        count = count_sqlite(path)
+        count = int(conn.execute(_COUNT).fetchone()[0])
         while 0 < count < target:
             with conn:
                 for table, fresh in _COPIED["sqlite"].items():
@@ -196,7 +179,7 @@ def grow_sqlite(path: str, target: int) -> int:
                     values = ", ".join(fresh.get(c, c) for c in columns)
                     conn.execute(f"INSERT INTO {table} ({', '.join(columns)})"
                                  f" SELECT {values} FROM {table}")
-            count = count_sqlite(path)
+            count = int(conn.execute(_COUNT).fetchone()[0])
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     return count
 
@@ -205,7 +188,11 @@ def grow_postgres(url: str, target: int) -> int:
     import psycopg
 
     with psycopg.connect(url, autocommit=True) as conn:
-        held = count_postgres(url)
+        def held_now() -> int:
+            row = conn.execute(_COUNT).fetchone()
+            return int(row[0]) if row else 0
+
+        held = held_now()
         while 0 < held < target:
             with conn.transaction():
                 for table, fresh in _COPIED["postgres"].items():
@@ -216,7 +203,7 @@ def grow_postgres(url: str, target: int) -> int:
                     values = ", ".join(fresh.get(c, c) for c in columns)
                     conn.execute(f"INSERT INTO {table} ({', '.join(columns)})"
                                  f" SELECT {values} FROM {table}")
-            held = count_postgres(url)
+            held = held_now()
         conn.execute("ANALYZE")  # as autovacuum would have by then
     return held
 
@@ -261,8 +248,8 @@ def report(kind: str, sizes: list[Size], repeat: int) -> str:
              "| tasks stored | the sweep | its longest loop stall | `GET /metrics` |"
              " its longest loop stall |", "|---:|---:|---:|---:|---:|"]
     for s in sizes:
-        lines.append(f"| {s.tasks:,} | {s.sweep_median:.2f} | {s.sweep_stall_median:.2f} |"
-                     f" {s.metrics_median:.2f} | {s.metrics_stall_median:.2f} |")
+        lines.append(f"| {s.tasks:,} | " + " | ".join(f"{m:.2f}" for m in s.medians().values())
+                     + " |")
     return "\n".join(lines)
 
 
@@ -284,9 +271,7 @@ def main() -> None:
     out.mkdir(exist_ok=True)
     (out / f"{args.name}.md").write_text(text + "\n")
     (out / f"{args.name}.json").write_text(json.dumps(
-        [{**asdict(s), "sweep_median": s.sweep_median, "metrics_median": s.metrics_median,
-          "sweep_stall_median": s.sweep_stall_median,
-          "metrics_stall_median": s.metrics_stall_median} for s in sizes], indent=1))
+        [{**asdict(s), "medians": s.medians()} for s in sizes], indent=1))
     print(f"written to bench/results/{args.name}.md and .json")
 
 
