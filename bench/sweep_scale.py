@@ -1,4 +1,5 @@
-"""What the server's periodic work costs as the stored tasks grow: the sweep and the metrics.
+"""What the server's periodic work and a client's listing cost as the stored tasks grow: the
+sweep, the metrics and ``ListTasks``.
 
     .venv/bin/python bench/sweep_scale.py [--db sqlite|postgres] [--tasks 128000] [--seed 500]
         [--repeat 5] [--name sweep-scale]
@@ -9,13 +10,18 @@ the traffic (the sweep: deadlines, retention, push reconciliation and retries) o
 of ``/metrics`` (the tasks by state) must not grow with them: on SQLite it runs on the event
 loop, and every request waits while it does (issue 14's tail, bench/README.md "Speed, round
 twenty-seven": the push reconciliation read every ended task, 112 ms a sweep at 128,000 tasks).
+Nor may one client's request: A2A v1.0's ``ListTasks`` counts the tasks its query matches, and
+narrowed by a state or a context it must read those, not every task (round twenty-eight: 3.4
+to 4.8 s on the loop at 1,024,000 tasks).
 
 ``create_app`` on the benchmark's agents, on a fresh SQLite file or PostgreSQL database
 (``bench/pgdb.py``), with a 30-day retention so that its job runs (and finds nothing to
 delete); ``--seed`` HITL round trips in process (``bench/in_process.py``) give real rows. The
-sweep (``TaskManager.sweeper.sweep_once()``) and ``GET /metrics`` (through httpx's ASGI
-transport) are timed ``--repeat`` times, each with the event loop's longest stall meanwhile (a
-task ticking every 0.5 ms: what a request ready during the call waited); then the task rows,
+sweep (``TaskManager.sweeper.sweep_once()``), ``GET /metrics`` and three ``ListTasks`` pages of
+50 (through httpx's ASGI transport: every task, the tasks in a state none of them is in,
+``failed``, and one context's) are timed ``--repeat`` times, each with the event loop's longest
+stall meanwhile (a task ticking every 0.5 ms: what a request ready during the call waited);
+then the task rows,
 the checkpoints and the checkpoint writes are copied with new random ids, doubling, until the
 store holds at least ``--tasks`` tasks, and both are timed again. Wall time of each call (the
 machine may be busy: compare the two sizes, not the digits). Results: bench/results/NAME.md
@@ -27,6 +33,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 import sqlite3
@@ -35,7 +42,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -67,22 +74,27 @@ _COPIED = {
 }
 
 
-#: the timed lists of a ``Size``, in the report's column order
-_TIMED = ("sweep_ms", "sweep_stall_ms", "metrics_ms", "metrics_stall_ms")
+#: what is timed at each size, in the report's column order
+CALLS = ("sweep", "metrics", "list_all", "list_state", "list_context")
+_HEADINGS = {"sweep": "the sweep", "metrics": "`GET /metrics`", "list_all": "ListTasks, all",
+             "list_state": "ListTasks, a state none is in", "list_context": "ListTasks, a context"}
 
 
 @dataclass
 class Size:
     tasks: int
-    sweep_ms: list[float] = field(default_factory=list)
-    metrics_ms: list[float] = field(default_factory=list)
+    #: wall time of each call, by call
+    ms: dict[str, list[float]] = field(default_factory=lambda: {c: [] for c in CALLS})
     #: the event loop's longest wait between two ticks during each call (every request waits it)
-    sweep_stall_ms: list[float] = field(default_factory=list)
-    metrics_stall_ms: list[float] = field(default_factory=list)
+    stall_ms: dict[str, list[float]] = field(default_factory=lambda: {c: [] for c in CALLS})
 
     def medians(self) -> dict[str, float]:
-        """The median of each timed list, by the list's name."""
-        return {name: statistics.median(getattr(self, name)) for name in _TIMED}
+        """The medians of each call's time and stall, in the report's column order."""
+        out = {}
+        for call in CALLS:
+            out[f"{call}_ms"] = statistics.median(self.ms[call])
+            out[f"{call}_stall_ms"] = statistics.median(self.stall_ms[call])
+        return out
 
 
 class LoopStalls:
@@ -121,30 +133,54 @@ class LoopStalls:
 
 
 async def time_periodic_work(app: Any, size: Size, repeat: int) -> None:
-    """``repeat`` sweeps and metrics reads, into ``size``."""
+    """``repeat`` rounds of every call, into ``size``."""
     sweeper = app.state.manager.sweeper
     client = httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://bench")
     async with client:
+        newest = await list_tasks(client, {"pageSize": 1})
+        listings: dict[str, dict[str, Any]] = {"list_all": {"pageSize": 50},
+                    "list_state": {"pageSize": 50, "status": "TASK_STATE_FAILED"},
+                    "list_context": {"pageSize": 50,
+                                     "contextId": newest["tasks"][0]["contextId"]}}
         for _ in range(repeat):
-            await _time_once(sweeper, client, size)
+            await _time_once(sweeper, client, size, listings)
 
 
-async def _time_once(sweeper: Any, client: httpx.AsyncClient, size: Size) -> None:
-    """One sweep and one metrics read, each with its loop stall, into ``size``."""
-    async with LoopStalls() as stalls:
-        started = time.perf_counter()
+async def list_tasks(client: httpx.AsyncClient, params: dict[str, Any]) -> dict[str, Any]:
+    """One ``ListTasks`` call's result."""
+    response = await client.post(
+        "/", json={"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": params},
+        headers={"A2A-Version": "1.0"})
+    body = response.json()
+    if "result" not in body:
+        raise RuntimeError(f"ListTasks answered {body}")
+    return dict(body["result"])
+
+
+async def _time_once(sweeper: Any, client: httpx.AsyncClient, size: Size,
+                     listings: dict[str, dict[str, Any]]) -> None:
+    """Each call once, with its loop stall, into ``size``; ``listings``: ListTasks's params
+    by call (a v1.0 method, asked for with ``A2A-Version: 1.0``)."""
+
+    async def sweep() -> None:
         report = await sweeper.sweep_once()
-        size.sweep_ms.append((time.perf_counter() - started) * 1e3)
-    size.sweep_stall_ms.append(stalls.longest)
-    if report.failed:
-        raise RuntimeError(f"sweep jobs failed: {report.failed}")
-    async with LoopStalls() as stalls:
-        started = time.perf_counter()
+        if report.failed:
+            raise RuntimeError(f"sweep jobs failed: {report.failed}")
+
+    async def metrics() -> None:
         status = (await client.get("/metrics")).status_code
-        size.metrics_ms.append((time.perf_counter() - started) * 1e3)
-    size.metrics_stall_ms.append(stalls.longest)
-    if status != 200:
-        raise RuntimeError(f"GET /metrics answered {status}")
+        if status != 200:
+            raise RuntimeError(f"GET /metrics answered {status}")
+
+    calls: dict[str, Callable[[], Awaitable[Any]]] = {"sweep": sweep, "metrics": metrics}
+    for call, params in listings.items():
+        calls[call] = functools.partial(list_tasks, client, params)
+    for call in CALLS:
+        async with LoopStalls() as stalls:
+            started = time.perf_counter()
+            await calls[call]()
+            size.ms[call].append((time.perf_counter() - started) * 1e3)
+        size.stall_ms[call].append(stalls.longest)
 
 
 def _columns_sqlite(conn: sqlite3.Connection, table: str) -> list[str]:
@@ -244,9 +280,9 @@ async def measure(kind: str, seed: int, target: int, repeat: int) -> list[Size]:
 
 
 def report(kind: str, sizes: list[Size], repeat: int) -> str:
+    heads = "".join(f" {_HEADINGS[c]} | its longest loop stall |" for c in CALLS)
     lines = [f"{kind}, medians of {repeat} calls (wall time, ms)", "",
-             "| tasks stored | the sweep | its longest loop stall | `GET /metrics` |"
-             " its longest loop stall |", "|---:|---:|---:|---:|---:|"]
+             "| tasks stored |" + heads, "|---:|" + "---:|" * (2 * len(CALLS))]
     for s in sizes:
         lines.append(f"| {s.tasks:,} | " + " | ".join(f"{m:.2f}" for m in s.medians().values())
                      + " |")
@@ -258,7 +294,7 @@ def main() -> None:
     p.add_argument("--db", choices=("sqlite", "postgres"), default="sqlite")
     p.add_argument("--tasks", type=int, default=128_000, help="tasks stored for the second size")
     p.add_argument("--seed", type=int, default=500, help="HITL round trips for the first size")
-    p.add_argument("--repeat", type=int, default=5, help="sweeps and metrics reads per size")
+    p.add_argument("--repeat", type=int, default=5, help="rounds of the calls per size")
     p.add_argument("--name", default="sweep-scale")
     args = p.parse_args()
     if args.seed < 1 or args.repeat < 1 or args.tasks <= args.seed:

@@ -1,5 +1,5 @@
 """bench/sweep_scale.py grows a real server's storage by copying its rows with new keys, and
-times the sweep and ``GET /metrics`` at both sizes; small sizes here, on SQLite and PostgreSQL."""
+times the sweep, ``GET /metrics`` and ``ListTasks`` at both sizes; small sizes here, on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.sweep_scale import Size, count_sqlite, grow_sqlite, measure, report
+from bench.sweep_scale import CALLS, Size, count_sqlite, grow_sqlite, measure, report
 
 
 async def test_a_sqlite_file_grows_by_copies_with_their_own_keys_and_both_sizes_are_timed(
@@ -16,9 +16,9 @@ async def test_a_sqlite_file_grows_by_copies_with_their_own_keys_and_both_sizes_
     seeded, grown = await measure("sqlite", seed=3, target=20, repeat=2)
     assert seeded.tasks == 3 and grown.tasks == 24  # 3, doubled three times
     for size in (seeded, grown):
-        assert len(size.sweep_ms) == len(size.metrics_ms) == 2
-        assert len(size.sweep_stall_ms) == len(size.metrics_stall_ms) == 2
-        assert all(ms > 0 for ms in size.sweep_ms + size.metrics_ms)
+        assert set(size.ms) == set(size.stall_ms) == set(CALLS)
+        assert all(len(size.ms[c]) == len(size.stall_ms[c]) == 2 for c in CALLS)
+        assert all(ms > 0 for c in CALLS for ms in size.ms[c])
     text = report("sqlite", [seeded, grown], 2)
     assert "| 3 |" in text and "| 24 |" in text
 
@@ -51,9 +51,38 @@ async def test_a_postgres_database_grows_and_is_timed_the_same_way() -> None:
 
 
 def test_the_report_reads_the_medians() -> None:
-    size = Size(tasks=128_000, sweep_ms=[3.0, 1.0, 2.0], metrics_ms=[9.0, 7.0, 8.0],
-                sweep_stall_ms=[0.5, 0.1, 0.3], metrics_stall_ms=[4.0, 6.0, 5.0])
-    assert "| 128,000 | 2.00 | 0.30 | 8.00 | 5.00 |" in report("sqlite", [size], 3)
+    size = Size(tasks=128_000)
+    for n, call in enumerate(CALLS):
+        size.ms[call] = [3.0 + n, 1.0 + n, 2.0 + n]
+        size.stall_ms[call] = [0.5, 0.1, 0.3 + n]
+    text = report("sqlite", [size], 3)
+    assert ("| 128,000 | 2.00 | 0.30 | 3.00 | 0.50 | 4.00 | 0.50 | 5.00 | 0.50 | 6.00 | 0.50 |"
+            in text), text
+    assert "ListTasks, a context" in text.splitlines()[2]
+
+
+async def test_each_listing_is_the_one_it_names(tmp_path: Path) -> None:
+    """The timed ListTasks calls list what their columns say: every task, none in a state no
+    task is in, one context's."""
+    import httpx
+
+    from bench.agents import build_agents
+    from bench.in_process import round_trip
+    from bench.sweep_scale import list_tasks
+    from llamon_agent import create_app
+
+    app = create_app(build_agents(), db=str(tmp_path / "l.sqlite3"))
+    async with app.router.lifespan_context(app):
+        for _ in range(3):
+            await round_trip(app)
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://b") as client:
+            every = await list_tasks(client, {"pageSize": 50})
+            failed = await list_tasks(client, {"pageSize": 50, "status": "TASK_STATE_FAILED"})
+            context = every["tasks"][0]["contextId"]
+            one = await list_tasks(client, {"pageSize": 50, "contextId": context})
+    assert (every["totalSize"], failed["totalSize"], one["totalSize"]) == (3, 0, 1)
+    assert one["tasks"][0]["contextId"] == context
 
 
 async def test_a_blocking_call_is_seen_as_a_stall_and_an_awaiting_one_is_not() -> None:

@@ -107,7 +107,7 @@ def test_the_task_table_is_the_stores_with_or_without_its_secondary_indexes(
         return {name for (name,) in rows}
 
     assert indexes(task_table(tmp_path / "with.sqlite3", indexes=True)) >= {
-        "llamon_tasks_context", "llamon_tasks_space", "llamon_tasks_updated",
+        "llamon_tasks_context", "llamon_tasks_listing", "llamon_tasks_updated",
         "llamon_tasks_expiry", "llamon_tasks_recent", "sqlite_autoindex_llamon_tasks_1",
     }
     assert indexes(task_table(tmp_path / "without.sqlite3", indexes=False)) == {

@@ -76,7 +76,18 @@ _ADDED_COLUMNS = (
     ("updated", "ALTER TABLE llamon_tasks ADD COLUMN updated REAL NOT NULL DEFAULT 0"),
     ("expires_at", "ALTER TABLE llamon_tasks ADD COLUMN expires_at TEXT"),
 )
-_SPACE_INDEX = "CREATE INDEX IF NOT EXISTS llamon_tasks_space ON llamon_tasks (space, state)"
+#: ListTasks with a state: one owner's tasks in that state, newest update first, a page at a
+#: time in index order; its count, and the count of an owner's waiting tasks, read only the
+#: index. Without it SQLite walked ``llamon_tasks_recent`` and read every one of the owner's
+#: rows to test its state: 3.8 s on the event loop at 1,024,000 tasks for a state none had
+#: (bench/README.md, "Speed, round twenty-eight")
+_LISTING_INDEX = (
+    "CREATE INDEX IF NOT EXISTS llamon_tasks_listing"
+    " ON llamon_tasks (space, state, updated DESC, id DESC)"
+)
+#: older files have ``(space, state)``, which ``llamon_tasks_listing`` covers (one more index
+#: written by every save for nothing)
+_SPACE_INDEX_REPLACED = "DROP INDEX IF EXISTS llamon_tasks_space"
 #: retention selects ended tasks by their last update (docs/operations.md, "Retention")
 _ENDED_INDEX = "CREATE INDEX IF NOT EXISTS llamon_tasks_updated ON llamon_tasks (state, updated)"
 #: older files also have ``(state)`` alone, which ``llamon_tasks_updated`` covers: every
@@ -205,7 +216,8 @@ class SQLiteTaskStore:
         for column, statement in _ADDED_COLUMNS:
             if column not in present:
                 conn.execute(statement)
-        conn.execute(_SPACE_INDEX)
+        conn.execute(_LISTING_INDEX)
+        conn.execute(_SPACE_INDEX_REPLACED)
         conn.execute(_EXPIRY_INDEX)
         conn.execute(_ENDED_INDEX)
         conn.execute(_COVERED_INDEX)
@@ -265,19 +277,26 @@ class SQLiteTaskStore:
     async def list_tasks(
         self, query: TaskQuery, limit: int, after: TaskCursor | None = None
     ) -> TaskPage:
+        """The count and the page are read in one snapshot; with a worker thread, there: the
+        count reads every task the query matches, and one request must not hold the loop
+        while it does (``offload.py``)."""
         check_listing(query, limit, after)
         where, params = listing_condition(query, "?")
-        total = self._conn.execute(
-            f"SELECT COUNT(*) FROM llamon_tasks WHERE {where}", params
-        ).fetchone()[0]
+        # a context's tasks are few: found by their context, then sorted. Left to itself,
+        # SQLite (no statistics) walked the owner's tasks in ``llamon_tasks_recent``'s order
+        # and read each row to find the context's: seconds at a million tasks
+        source = ("llamon_tasks INDEXED BY llamon_tasks_context" if query.context_key is not None
+                  else "llamon_tasks")
+        count = (f"SELECT COUNT(*) FROM {source} WHERE {where}", params)
         if after is not None:
             where += " AND (updated, id) < (?, ?)"
             params = (*params, after.updated, after.id)
-        rows = self._conn.execute(
-            f"SELECT {_COLUMNS}, updated FROM llamon_tasks WHERE {where}"
-            " ORDER BY updated DESC, id DESC LIMIT ?",
-            (*params, limit + 1),
-        ).fetchall()
+        page = (f"SELECT {_COLUMNS}, updated FROM {source} WHERE {where}"
+                " ORDER BY updated DESC, id DESC LIMIT ?", (*params, limit + 1))
+        if self._offload is None:
+            total, rows = _listing(count, page, self._conn)
+        else:
+            total, rows = await self._offload.read(partial(_listing, count, page, snapshot=True))
         found = []
         for row in rows[:limit]:
             if len(row[0]) >= LARGE_BYTES:
@@ -576,6 +595,24 @@ class InlineSqliteSaver(SqliteSaver):
 
     async def aget_delta_channel_history(self, *, config: RunnableConfig, channels: Sequence[str]) -> Any:
         return self.get_delta_channel_history(config=config, channels=channels)
+
+
+_Statement = tuple[str, tuple[Any, ...]]
+
+
+def _listing(
+    count: _Statement, page: _Statement, conn: sqlite3.Connection, *, snapshot: bool = False
+) -> tuple[int, list[Any]]:
+    """A listing's count and page rows. On the loop's connection nothing runs between the two
+    statements; on the worker's, a write committed meanwhile would, so ``snapshot`` reads
+    both in one read transaction (ended here, so the WAL can be checkpointed past it)."""
+    if not snapshot:
+        return conn.execute(*count).fetchone()[0], conn.execute(*page).fetchall()
+    conn.execute("BEGIN")
+    try:
+        return conn.execute(*count).fetchone()[0], conn.execute(*page).fetchall()
+    finally:
+        conn.rollback()
 
 
 def _count_by_state(conn: sqlite3.Connection) -> list[Any]:

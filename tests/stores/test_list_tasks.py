@@ -446,7 +446,7 @@ async def test_postgres_orders_ids_by_code_point_whatever_the_collation(
 # (bench/README.md, "Speed, round fifteen"), so none may be a prefix of another
 SQLITE_TASK_INDEXES = {
     "llamon_tasks_context": [("context_id", False), ("created", False)],
-    "llamon_tasks_space": [("space", False), ("state", False)],
+    "llamon_tasks_listing": [("space", False), ("state", False), ("updated", True), ("id", True)],
     "llamon_tasks_updated": [("state", False), ("updated", False)],
     "llamon_tasks_expiry": [("expires_at", False)],
     "llamon_tasks_recent": [("space", False), ("updated", True), ("id", True)],
