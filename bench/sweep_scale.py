@@ -2,7 +2,7 @@
 sweep, the metrics and ``ListTasks``.
 
     .venv/bin/python bench/sweep_scale.py [--db sqlite|postgres] [--tasks 128000] [--seed 500]
-        [--repeat 5] [--name sweep-scale]
+        [--repeat 5] [--waiting] [--name sweep-scale]
 
 A HITL round trip ends with a completed task that stays stored until retention deletes it, so a
 server's file or database holds ever more ended tasks. Work that runs every few seconds whatever
@@ -16,7 +16,9 @@ to 4.8 s on the loop at 1,024,000 tasks).
 
 ``create_app`` on the benchmark's agents, on a fresh SQLite file or PostgreSQL database
 (``bench/pgdb.py``), with a 30-day retention so that its job runs (and finds nothing to
-delete); ``--seed`` HITL round trips in process (``bench/in_process.py``) give real rows. The
+delete); ``--seed`` HITL round trips in process (``bench/in_process.py``) give real rows
+(with ``--waiting``, only their questions: every task waits for an answer, as thousands may
+wait for people, and the deadline sweep looks among them). The
 sweep (``TaskManager.sweeper.sweep_once()``), ``GET /metrics`` and three ``ListTasks`` pages of
 50 (through httpx's ASGI transport: every task, the tasks in a state none of them is in,
 ``failed``, and one context's) are timed ``--repeat`` times, each with the event loop's longest
@@ -53,7 +55,9 @@ BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH.parent))
 
 from bench.agents import build_agents  # noqa: E402
-from bench.in_process import round_trip  # noqa: E402
+from bench.hitl_client import send_body  # noqa: E402
+from bench.in_process import call as call_app  # noqa: E402
+from bench.in_process import round_trip, task_in_state  # noqa: E402
 
 RETENTION_SECONDS = 30 * 86400
 #: a SQLite id: what ``core/ids.random_id`` gives (uuid4 text), from SQLite's own random bytes
@@ -259,7 +263,16 @@ def storage(kind: str, folder: str) -> Iterator[tuple[str, Callable[[int], int],
                lambda: count_postgres(db.url))
 
 
-async def measure(kind: str, seed: int, target: int, repeat: int) -> list[Size]:
+async def ask(app: Any) -> None:
+    """The first half of a HITL round trip: a task that waits for its answer."""
+    reply = await call_app(app, send_body("hitl", "start", context_id=uuid.uuid4().hex))
+    task_in_state(reply, "input-required")
+
+
+async def measure(kind: str, seed: int, target: int, repeat: int, *,
+                  waiting: bool = False) -> list[Size]:
+    """Both sizes timed; ``waiting``: the seeded tasks are asked and never answered, so every
+    stored task waits (the deadline sweep's case), else each is a whole round trip."""
     from llamon_agent import create_app
 
     sizes: list[Size] = []
@@ -272,7 +285,7 @@ async def measure(kind: str, seed: int, target: int, repeat: int) -> list[Size]:
             async with app.router.lifespan_context(app):
                 if phase == "seeded":
                     for _ in range(seed):
-                        await round_trip(app)
+                        await (ask(app) if waiting else round_trip(app))
                 size = Size(tasks=count())
                 await time_periodic_work(app, size, repeat)
                 sizes.append(size)
@@ -295,12 +308,15 @@ def main() -> None:
     p.add_argument("--tasks", type=int, default=128_000, help="tasks stored for the second size")
     p.add_argument("--seed", type=int, default=500, help="HITL round trips for the first size")
     p.add_argument("--repeat", type=int, default=5, help="rounds of the calls per size")
+    p.add_argument("--waiting", action="store_true",
+                   help="every task waits for its answer (asked, never answered)")
     p.add_argument("--name", default="sweep-scale")
     args = p.parse_args()
     if args.seed < 1 or args.repeat < 1 or args.tasks <= args.seed:
         p.error("need --seed >= 1, --repeat >= 1 and --tasks above --seed")
     logging.disable(logging.WARNING)  # the no-authentication warning, once per app
-    sizes = asyncio.run(measure(args.db, args.seed, args.tasks, args.repeat))
+    sizes = asyncio.run(measure(args.db, args.seed, args.tasks, args.repeat,
+                                waiting=args.waiting))
     text = report(args.db, sizes, args.repeat)
     print(text)
     out = BENCH / "results"

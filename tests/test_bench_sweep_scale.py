@@ -97,3 +97,26 @@ async def test_a_blocking_call_is_seen_as_a_stall_and_an_awaiting_one_is_not() -
     async with LoopStalls() as stalls:
         await asyncio.sleep(0.03)  # the loop free meanwhile
     assert stalls.longest < 25
+
+
+async def test_with_waiting_every_stored_task_waits_for_its_answer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``--waiting`` seeds questions that nobody answers: the file holds waiting tasks only,
+    and the copies wait too (the deadline sweep's case)."""
+    from bench import sweep_scale
+
+    counted: list[dict[str, int]] = []
+    grow = sweep_scale.grow_sqlite
+
+    def grow_and_count(path: str, target: int) -> int:
+        held = grow(path, target)
+        with sqlite3.connect(path) as conn:
+            counted.append(dict(conn.execute(
+                "SELECT state, COUNT(*) FROM llamon_tasks GROUP BY state").fetchall()))
+        return held
+
+    monkeypatch.setattr(sweep_scale, "grow_sqlite", grow_and_count)
+    seeded, grown = await measure("sqlite", seed=2, target=7, repeat=1, waiting=True)
+    assert (seeded.tasks, grown.tasks) == (2, 8)
+    assert counted == [{"input-required": 8}]

@@ -16,6 +16,8 @@ from llamon_agent.stores.base import StoredTask
 from llamon_agent.stores.push_base import DeliveryKey, Outcome
 from llamon_agent.stores.storage import Storage, open_storage
 
+from ..sqlite_steps import vm_steps
+
 KINDS = ["memory", "sqlite", "postgres"]
 
 
@@ -264,18 +266,8 @@ async def test_the_sqlite_reconciliation_reads_the_open_configs_not_every_ended_
         await storage.push.put_config(record("watched", "working", 1), hook("a"), max_configs=5)
 
         async def steps_of_a_reconciliation() -> int:
-            steps = 0
-
-            def step() -> int:
-                nonlocal steps
-                steps += 1
-                return 0
-
-            conn.set_progress_handler(step, 1)
-            try:
-                assert await storage.push.stale_tasks(100) == ["watched"]
-            finally:
-                conn.set_progress_handler(None, 1)
+            steps, stale = await vm_steps(conn, lambda: storage.push.stale_tasks(100))
+            assert stale == ["watched"]
             return steps
 
         async def end_tasks(first: int, count: int) -> None:

@@ -18,6 +18,8 @@ from llamon_agent.stores.base import StoredTask, TaskQuery
 from llamon_agent.stores.sqlite import SQLiteTaskStore, connect
 from llamon_agent.stores.storage import open_storage
 
+from ..sqlite_steps import vm_steps
+
 SPACE = "anonymous"
 
 
@@ -51,18 +53,7 @@ async def test_a_narrowed_listing_reads_the_same_however_many_other_tasks_are_st
         await store.save(record("done-in-watched", "completed", "watched"))
 
         async def steps_of_a_listing() -> tuple[int, list[str], int]:
-            steps = 0
-
-            def step() -> int:
-                nonlocal steps
-                steps += 1
-                return 0
-
-            conn.set_progress_handler(step, 1)
-            try:
-                page = await store.list_tasks(query, 10)
-            finally:
-                conn.set_progress_handler(None, 1)
+            steps, page = await vm_steps(conn, lambda: store.list_tasks(query, 10))
             return steps, [t.record.id for t in page.tasks], page.total
 
         async def others(first: int, count: int) -> None:
