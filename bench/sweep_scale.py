@@ -142,10 +142,11 @@ async def time_periodic_work(app: Any, size: Size, repeat: int) -> None:
     client = httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://bench")
     async with client:
         newest = await list_tasks(client, {"pageSize": 1})
-        listings: dict[str, dict[str, Any]] = {"list_all": {"pageSize": 50},
-                    "list_state": {"pageSize": 50, "status": "TASK_STATE_FAILED"},
-                    "list_context": {"pageSize": 50,
-                                     "contextId": newest["tasks"][0]["contextId"]}}
+        listings: dict[str, dict[str, Any]] = {
+            "list_all": {"pageSize": 50},
+            "list_state": {"pageSize": 50, "status": "TASK_STATE_FAILED"},
+            "list_context": {"pageSize": 50, "contextId": newest["tasks"][0]["contextId"]},
+        }
         for _ in range(repeat):
             await _time_once(sweeper, client, size, listings)
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -121,11 +122,11 @@ def record(task_id: str, state: str, context: str, *, due: str | None = None) ->
     return stored
 
 
-async def exercise(app: object) -> None:
+async def exercise(app: Any) -> None:
     """What a server does with its storage, each kind of statement at least once."""
     for _ in range(2):
         await round_trip(app)
-    storage = app.state.manager._storage  # type: ignore[attr-defined]
+    storage = app.state.manager._storage
     tasks, push, reviews = storage.tasks, storage.push, storage.reviews
     await tasks.save(record("due", "input-required", "ctx-a", due="2026-01-01T00:00:00+00:00"))
     await tasks.save(record("done", "completed", "ctx-a"))
@@ -154,12 +155,14 @@ async def exercise(app: object) -> None:
     hook = PushNotificationConfig(url="http://127.0.0.1:9/h", id="h")
     await push.put_config(record("due", "input-required", "ctx-a"), hook, max_configs=5)
     await push.get_configs("due")
-    keys = await push.enqueue(record("due", "completed", "ctx-a"), lambda: b"{}", 1.0)
+    answered = record("due", "completed", "ctx-a")
+    answered.event_seq += 1  # a change after the config was set
+    keys = await push.enqueue(answered, lambda: b"{}", 1.0)
     await push.stale_tasks(10)
     await push.claim_due(2.0, 3.0, 10)
-    if keys:
-        await push.claim(keys[0], 2.0, 3.0)
-        await push.finish(keys[0], Outcome("delivered", 1), 2.0)
+    assert keys  # the config is open: the change is enqueued, so claimed and finished here
+    await push.claim(keys[0], 2.0, 3.0)
+    await push.finish(keys[0], Outcome("delivered", 1), 2.0)
     await push.claim(DeliveryKey("due", "h", 99), 2.0, 3.0)
     await push.deliveries("due")
     await push.delete_config("due", "h")
@@ -171,11 +174,11 @@ async def exercise(app: object) -> None:
     await reviews.decide(review.id, Decision("approve", by="ann"))
     await reviews.close_for_task("due", "ended")
     await reviews.delete_for_tasks(["due"])
-    transport = httpx.ASGITransport(app=app)  # type: ignore[arg-type]
+    transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
         assert (await client.get("/metrics")).status_code == 200
         assert (await client.delete("/contexts/ctx-a")).status_code == 200
-    await app.state.manager.sweeper.sweep_once()  # type: ignore[attr-defined]
+    await app.state.manager.sweeper.sweep_once()
     await tasks.reclaim_space()
 
 
