@@ -65,6 +65,21 @@ def tree_rss_kb(pid: int) -> int:
     return total
 
 
+def tree_file_io(pid: int) -> tuple[int, int]:
+    """Bytes ``pid`` and its live descendants passed to ``read``/``pread`` and ``write``/``pwrite``
+    (``rchar``, ``wchar`` of /proc/PID/io): a server's file reads and writes, its page cache's
+    misses included, which the OS's cache serves without a disk read. Socket ``recv``/``send``
+    are not counted."""
+    read = written = 0
+    for each in tree_pids(pid):
+        with contextlib.suppress(OSError):
+            fields = dict(line.split(": ") for line in
+                          Path(f"/proc/{each}/io").read_text().splitlines())
+            read += int(fields["rchar"])
+            written += int(fields["wchar"])
+    return read, written
+
+
 def core_busy_ticks(core: int) -> int:
     """Busy ticks (everything but idle and iowait) of one core, from /proc/stat."""
     for line in Path("/proc/stat").read_text().splitlines():

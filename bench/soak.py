@@ -44,7 +44,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench import hitl_client as hc  # noqa: E402
 from bench.pgdb import fresh_database, setting, write_results  # noqa: E402
-from bench.procs import ServerProcess, tree_cpu_ticks, tree_rss_kb  # noqa: E402
+from bench.procs import ServerProcess, tree_cpu_ticks, tree_file_io, tree_rss_kb  # noqa: E402
 
 RESULTS = BENCH / "results"  # the server's log goes to RESULTS / logs
 LLAMON = str(Path(sys.executable).parent / "llamon-agent")
@@ -117,9 +117,11 @@ async def soak(args: argparse.Namespace, target: Any) -> list[dict[str, Any]]:
     end = time.monotonic() + args.minutes * 60
     started = last_vacuum = time.monotonic()
     while time.monotonic() < end:
-        cpu0 = tree_cpu_ticks(args.pid)
+        cpu0, io0 = tree_cpu_ticks(args.pid), tree_file_io(args.pid)
         result = await hc.hitl_load(PORT, users=args.users, duration=args.window)
         cpu = (tree_cpu_ticks(args.pid) - cpu0) / ticks
+        read, written = (b - a for a, b in zip(io0, tree_file_io(args.pid), strict=True))
+        round_trips = max(1, result.round_trips)
         summary = result.summary()
         sizes = postgres_sizes(target) if args.db == "postgres" else sqlite_sizes(target)
         window = {
@@ -127,7 +129,9 @@ async def soak(args: argparse.Namespace, target: Any) -> list[dict[str, Any]]:
             "round_trips_per_s": summary["round_trips_per_s"],
             "answer_p50_ms": summary["answer_p50_ms"],
             "answer_p99_ms": summary["answer_p99_ms"],
-            "server_cpu_ms_per_rt": cpu * 1e3 / max(1, result.round_trips),
+            "server_cpu_ms_per_rt": cpu * 1e3 / round_trips,
+            "file_read_kb_per_rt": read / 1024 / round_trips,
+            "file_written_kb_per_rt": written / 1024 / round_trips,
             "rss_mb": tree_rss_kb(args.pid) / 1024,
             "errors": summary["errors"],
             **sizes,

@@ -1,18 +1,21 @@
 """What a HITL round trip writes to SQLite's WAL: pages per commit, by table and index.
 
-    .venv/bin/python bench/wal_pages.py [--round-trips 30] [--index-cost 3000]
+    .venv/bin/python bench/wal_pages.py [--round-trips 30] [--warmup 5] [--index-cost 3000]
 
 Two runs, each on a fresh SQLite file: our app served in process (``create_app`` on the
 benchmark's agents, the HITL round trip of ``bench/in_process.py``) and LangGraph alone on our
 checkpointer (``bench/langgraph_alone.py``: the native graph, ``durability="exit"``, the CPU
-target's denominator). After a few warm-up round trips the WAL is truncated (``PRAGMA
-wal_checkpoint(TRUNCATE)`` from a connection of this script's own, while nothing runs), the
-measured round trips run one at a time, and the ``-wal`` file is read as SQLite's file format
-says (https://sqlite.org/fileformat2.html#walformat): each frame is one page image of
-``page size`` bytes, and the frame that ends a transaction carries the database's size after
-it. Each page number is named by SQLite's ``dbstat`` table (the b-tree holding that page at the
-end of the run); page 1 is the file's header with ``sqlite_schema``, and with ``auto_vacuum``
-the pointer-map pages have no b-tree. A count, not a timing: the machine may be busy.
+target's denominator). After ``--warmup`` round trips (each leaves one ended task: a few
+thousand put the b-trees past their first pages, where an index's insertion points and its
+deletions can sit on different pages, as in a file that has served a while) the WAL is
+truncated (``PRAGMA wal_checkpoint(TRUNCATE)`` from a connection of this script's own, while
+nothing runs), the measured round trips run one at a time, and the ``-wal`` file is read as
+SQLite's file format says (https://sqlite.org/fileformat2.html#walformat): each frame is one
+page image of ``page size`` bytes, and the frame that ends a transaction carries the
+database's size after it. Each page number is named by SQLite's ``dbstat`` table (the b-tree
+holding that page at the end of the run); page 1 is the file's header with ``sqlite_schema``,
+and with ``auto_vacuum`` the pointer-map pages have no b-tree. A count, not a timing: the
+machine may be busy.
 
 Writing a page to the WAL is a copy and a checksum of its 4 KiB at commit (``synchronous=NORMAL``
 syncs only at checkpoints), and each page written is copied into the database file again at the
@@ -42,7 +45,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-WARMUP_ROUND_TRIPS = 5
+DEFAULT_WARMUP = 5
 _WAL_HEADER = struct.Struct(">IIIIIIII")  # magic, version, page size, checkpoint seq, salts, sums
 _FRAME_HEADER = struct.Struct(">IIIIII")  # page, size after commit (0: none), salts, checksums
 HEADER_PAGE = "page 1: the file's header and sqlite_schema"
@@ -130,9 +133,9 @@ def truncate_wal(db: Path) -> None:
 
 
 async def count_pages(db: Path, round_trip: Callable[[], Awaitable[None]],
-                      round_trips: int) -> Written:
+                      round_trips: int, warmup: int) -> Written:
     """Warm up, empty the WAL, run ``round_trips`` one at a time, and read what they wrote."""
-    for _ in range(WARMUP_ROUND_TRIPS):
+    for _ in range(warmup):
         await round_trip()
     truncate_wal(db)
     wal_path = db.with_name(db.name + "-wal")
@@ -154,7 +157,7 @@ async def count_pages(db: Path, round_trip: Callable[[], Awaitable[None]],
     return Written(round_trips, len(wal.commits), sum(by_owner.values()), wal.page_size, by_owner)
 
 
-async def served(folder: Path, round_trips: int) -> Written:
+async def served(folder: Path, round_trips: int, warmup: int = DEFAULT_WARMUP) -> Written:
     """Our app, in process, on a fresh SQLite file."""
     from bench.agents import build_agents
     from bench.in_process import round_trip
@@ -163,10 +166,11 @@ async def served(folder: Path, round_trips: int) -> Written:
     db = folder / "served.sqlite3"
     app = create_app(build_agents(), db=str(db))
     async with app.router.lifespan_context(app):
-        return await count_pages(db, lambda: round_trip(app), round_trips)
+        return await count_pages(db, lambda: round_trip(app), round_trips, warmup)
 
 
-async def langgraph_alone(folder: Path, round_trips: int) -> Written:
+async def langgraph_alone(folder: Path, round_trips: int,
+                          warmup: int = DEFAULT_WARMUP) -> Written:
     """LangGraph alone on our checkpointer, as ``bench/langgraph_alone.py`` measures it."""
     from bench.langgraph_alone import Variant, checkpointer, compile_graph, round_trip
 
@@ -175,15 +179,16 @@ async def langgraph_alone(folder: Path, round_trips: int) -> Written:
         (db,) = folder.glob("sqlite-llamon-*.sqlite3")
         graph = compile_graph(variant, opened.saver)
         return await count_pages(
-            db, lambda: round_trip(graph, variant.durability, False), round_trips
+            db, lambda: round_trip(graph, variant.durability, False), round_trips, warmup
         )
 
 
-def report(ours: Written, alone: Written) -> str:
+def report(ours: Written, alone: Written, warmup: int = DEFAULT_WARMUP) -> str:
     names = sorted(set(ours.by_owner) | set(alone.by_owner),
                    key=lambda n: (-ours.by_owner[n] - alone.by_owner[n], n))
     lines = [
-        f"WAL pages per HITL round trip ({ours.round_trips} round trips each, one at a time; "
+        f"WAL pages per HITL round trip ({ours.round_trips} round trips each, one at a time, "
+        f"after {warmup} warm-up round trips; "
         f"{ours.page_size}-byte pages)",
         "",
         "| b-tree (table or index) | ours, per round trip | LangGraph alone, per round trip |",
@@ -206,14 +211,14 @@ def report(ours: Written, alone: Written) -> str:
     return "\n".join(lines)
 
 
-async def main_async(round_trips: int) -> str:
+async def main_async(round_trips: int, warmup: int) -> str:
     with tempfile.TemporaryDirectory(prefix="wal-pages-") as folder:
         ours_folder, alone_folder = Path(folder) / "ours", Path(folder) / "alone"
         ours_folder.mkdir()
         alone_folder.mkdir()
-        ours = await served(ours_folder, round_trips)
-        alone = await langgraph_alone(alone_folder, round_trips)
-    return report(ours, alone)
+        ours = await served(ours_folder, round_trips, warmup)
+        alone = await langgraph_alone(alone_folder, round_trips, warmup)
+    return report(ours, alone, warmup)
 
 
 def task_table(path: Path, *, indexes: bool) -> sqlite3.Connection:
@@ -279,13 +284,15 @@ def main() -> None:
     p.add_argument("--round-trips", type=int, default=30,
                    help="measured round trips (few enough that the WAL does not reach SQLite's "
                         "automatic checkpoint of 1000 pages)")
+    p.add_argument("--warmup", type=int, default=DEFAULT_WARMUP, metavar="ROUND_TRIPS",
+                   help="round trips before the measured ones (each leaves an ended task)")
     p.add_argument("--index-cost", type=int, default=0, metavar="PAIRS",
                    help="also time the task table's secondary indexes over PAIRS round trips' "
                         "task-row saves (0: not)")
     args = p.parse_args()
-    if args.round_trips < 1 or args.index_cost < 0:
-        p.error("--round-trips must be at least 1 and --index-cost at least 0")
-    print(asyncio.run(main_async(args.round_trips)))
+    if args.round_trips < 1 or args.index_cost < 0 or args.warmup < 0:
+        p.error("--round-trips must be at least 1, --warmup and --index-cost at least 0")
+    print(asyncio.run(main_async(args.round_trips, args.warmup)))
     if args.index_cost:
         print()
         print(index_cost(args.index_cost))
