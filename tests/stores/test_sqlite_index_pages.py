@@ -16,6 +16,8 @@ from llamon_agent.a2a.types import Task, TaskStatus
 from llamon_agent.stores.base import StoredTask, TaskQuery
 from llamon_agent.stores.sqlite import SQLiteTaskStore, connect
 
+from ..sqlite_steps import as_an_older_release
+
 SPACE = "anonymous"
 LISTING_INDEXES = ("llamon_tasks_listing", "llamon_tasks_recent")
 SERVED = 2000  # ended tasks before the measured ones: past the indexes' first pages
@@ -71,13 +73,11 @@ async def test_an_older_files_descending_listing_indexes_are_rebuilt_ascending(
     store = SQLiteTaskStore(conn)
     await _ask_and_end(store, 0, 5)
     await store.save(record("asks", "input-required"))
-    conn.execute("DROP INDEX llamon_tasks_listing")
-    conn.execute("DROP INDEX llamon_tasks_recent")
-    conn.execute("CREATE INDEX llamon_tasks_listing"
-                 " ON llamon_tasks (space, state, updated DESC, id DESC)")
-    conn.execute("CREATE INDEX llamon_tasks_recent ON llamon_tasks (space, updated DESC, id DESC)")
-    conn.commit()
     conn.close()
+    as_an_older_release(
+        path, "DROP INDEX llamon_tasks_listing", "DROP INDEX llamon_tasks_recent",
+        "CREATE INDEX llamon_tasks_listing ON llamon_tasks (space, state, updated DESC, id DESC)",
+        "CREATE INDEX llamon_tasks_recent ON llamon_tasks (space, updated DESC, id DESC)")
     conn = connect(path)
     try:
         store = SQLiteTaskStore(conn)

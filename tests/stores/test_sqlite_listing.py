@@ -18,7 +18,7 @@ from llamon_agent.stores.base import StoredTask, TaskQuery
 from llamon_agent.stores.sqlite import SQLiteTaskStore, connect
 from llamon_agent.stores.storage import open_storage
 
-from ..sqlite_steps import vm_steps
+from ..sqlite_steps import as_an_older_release, vm_steps
 
 SPACE = "anonymous"
 
@@ -110,10 +110,9 @@ async def test_an_older_files_owner_and_state_index_is_replaced_by_the_listing_i
     path = str(tmp_path / "older.sqlite3")
     conn = connect(path)
     SQLiteTaskStore(conn)
-    conn.execute("DROP INDEX llamon_tasks_listing")
-    conn.execute("CREATE INDEX llamon_tasks_space ON llamon_tasks (space, state)")
-    conn.commit()
     conn.close()
+    as_an_older_release(path, "DROP INDEX llamon_tasks_listing",
+                        "CREATE INDEX llamon_tasks_space ON llamon_tasks (space, state)")
     conn = connect(path)
     try:
         store = SQLiteTaskStore(conn)
