@@ -107,7 +107,7 @@ _RECENT_INDEX = (
 #: task's entries to its new last update: ascending, where the previous save's went, on the
 #: leaf that holds the few live tasks' entries too; descending, to the far edge of the owner's
 #: ended tasks, one more leaf page (and its parents) written per commit, and splits that
-#: rewrite their neighbours: 4.0 against 2.3 pages of ``llamon_tasks_listing`` per round trip
+#: rewrite their neighbours: 4.0 against 2.5 pages of ``llamon_tasks_listing`` per round trip
 #: (bench/README.md, "Speed, round twenty-nine"). A file that has them descending (rounds up
 #: to twenty-eight) gets them rebuilt at open, once.
 _ASCENDING_INDEXES = ("llamon_tasks_listing", "llamon_tasks_recent")
