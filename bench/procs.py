@@ -69,7 +69,8 @@ def tree_file_io(pid: int) -> tuple[int, int]:
     """Bytes ``pid`` and its live descendants passed to ``read``/``pread`` and ``write``/``pwrite``
     (``rchar``, ``wchar`` of /proc/PID/io): a server's file reads and writes, its page cache's
     misses included, which the OS's cache serves without a disk read. Socket ``recv``/``send``
-    are not counted."""
+    are not counted; pipes and the server's log file are (a benchmark's server logs warnings
+    only)."""
     read = written = 0
     for each in tree_pids(pid):
         with contextlib.suppress(OSError):

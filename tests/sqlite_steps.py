@@ -1,7 +1,7 @@
 """The steps of SQLite's virtual machine a call's statements take on one connection: a count of
 the work a read does, which no busy machine moves. The tests that hold a read to the rows it
 needs compare it at two sizes of a file (bench/README.md, rounds twenty-seven and
-twenty-eight). And an earlier release's schema, made from the current one."""
+twenty-eight)."""
 
 from __future__ import annotations
 
@@ -28,14 +28,3 @@ async def vm_steps(conn: sqlite3.Connection, call: Callable[[], Awaitable[T]]) -
         conn.set_progress_handler(None, 1)
     return steps, result
 
-
-def as_an_older_release(path: str, *statements: str) -> None:
-    """Run ``statements`` on the file at ``path`` (closed by its store) and commit them: the
-    schema an earlier release left, for a test of what the next open makes of it."""
-    conn = sqlite3.connect(path)
-    try:
-        for statement in statements:
-            conn.execute(statement)
-        conn.commit()
-    finally:
-        conn.close()

@@ -90,7 +90,8 @@ async def test_our_round_trip_commits_once_per_turn_and_writes_the_task_rows(
     assert "llamon_tasks" not in alone.by_owner
     assert ours.by_owner["checkpoints"] > 0 and alone.by_owner["checkpoints"] > 0
     assert sum(ours.by_owner.values()) == ours.pages
-    table = report(ours, alone)
+    table = report(ours, alone, warmup=5)
+    assert "(4 round trips each, one at a time, after 5 warm-up round trips;" in table
     assert "| llamon_tasks |" in table
     assert "| commits | 2.00 |" in table
 

@@ -9,14 +9,12 @@ import sqlite3
 from collections import Counter
 from pathlib import Path
 
-import pytest
-
 from bench.wal_pages import page_owners, read_wal
 from llamon_agent.a2a.types import Task, TaskStatus
 from llamon_agent.stores.base import StoredTask, TaskQuery
 from llamon_agent.stores.sqlite import SQLiteTaskStore, connect
 
-from ..sqlite_steps import as_an_older_release
+from .older_sqlite import as_an_older_release
 
 SPACE = "anonymous"
 LISTING_INDEXES = ("llamon_tasks_listing", "llamon_tasks_recent")
@@ -94,12 +92,3 @@ async def test_an_older_files_descending_listing_indexes_are_rebuilt_ascending(
     finally:
         conn.close()
 
-
-@pytest.mark.parametrize("name", LISTING_INDEXES)
-async def test_a_new_file_has_them_ascending(tmp_path: Path, name: str) -> None:
-    conn = connect(str(tmp_path / "new.sqlite3"))
-    try:
-        SQLiteTaskStore(conn)
-        assert not any(_descending(conn, name))
-    finally:
-        conn.close()

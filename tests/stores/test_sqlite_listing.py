@@ -18,7 +18,8 @@ from llamon_agent.stores.base import StoredTask, TaskQuery
 from llamon_agent.stores.sqlite import SQLiteTaskStore, connect
 from llamon_agent.stores.storage import open_storage
 
-from ..sqlite_steps import as_an_older_release, vm_steps
+from ..sqlite_steps import vm_steps
+from .older_sqlite import as_an_older_release
 
 SPACE = "anonymous"
 
