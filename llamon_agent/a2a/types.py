@@ -7,7 +7,8 @@ everything inside the SDK works on these typed objects. ``to_wire()`` gives the 
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
@@ -77,6 +78,9 @@ def is_base64(text: str) -> bool:
     return body % 4 != 1
 
 
+_set_attribute = object.__setattr__  # what pydantic's own copy sets its attributes with
+
+
 class WireModel(BaseModel):
     model_config = ConfigDict(
         alias_generator=to_camel,
@@ -87,6 +91,29 @@ class WireModel(BaseModel):
 
     def to_wire(self) -> dict[str, Any]:
         return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """pydantic's ``model_copy``, the shallow one in 60% of its time: every change the
+        runtime makes to a task or message is one, about eight a HITL round trip
+        (bench/README.md, "Speed, round thirty"). pydantic's copies three attributes with
+        ``copy.copy``; two of them are always ``None`` here, since wire models ignore extra
+        keys and hold no private attributes (``tests/test_wire_copy.py`` checks every wire
+        model for both). The four instance attributes set below are those pydantic's own
+        ``__copy__`` sets (pydantic is capped below 3 in pyproject.toml for them)."""
+        if deep:
+            return super().model_copy(update=update, deep=True)
+        cls = type(self)
+        copied = cls.__new__(cls)
+        values = self.__dict__.copy()
+        fields_set = self.__pydantic_fields_set__.copy()
+        if update:
+            values.update(update)  # as pydantic's: no validation, unknown keys kept
+            fields_set.update(update.keys())
+        _set_attribute(copied, "__dict__", values)
+        _set_attribute(copied, "__pydantic_extra__", None)
+        _set_attribute(copied, "__pydantic_fields_set__", fields_set)
+        _set_attribute(copied, "__pydantic_private__", None)
+        return copied
 
     def to_json(self) -> bytes:
         """The wire JSON, serialised by pydantic-core in one pass (no intermediate dict)."""

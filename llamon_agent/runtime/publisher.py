@@ -12,7 +12,6 @@ replicas' subscribers read (Redis), behind the same calls.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any, Protocol
@@ -170,18 +169,15 @@ class LocalPublisher:
         the context's claim is back (``Turn.on_stored``): a client that reads the end (a
         ``tasks/get`` while the turn runs reads the live record) finds the context free."""
         live = turn.record
-        record = dataclasses.replace(live)
+        record = live.twin()
         record.resuming = None  # the turn is over: a takeover has nothing to run again
         record.pending_interrupt = ending.pending[0].id if ending.pending else None
         if ending.pending:
             record.pending = tuple(ending.pending)
+        update: dict[str, Any] = {"status": messages.status(ending.state, ending.message)}
         if ending.artifact is not None:
-            record.task = record.task.model_copy(
-                update={"artifacts": [*(record.task.artifacts or []), ending.artifact]}
-            )
-        record.task = record.task.model_copy(
-            update={"status": messages.status(ending.state, ending.message)}
-        )
+            update["artifacts"] = [*(record.task.artifacts or []), ending.artifact]
+        record.task = record.task.model_copy(update=update)
         stamp(record, turn.served)  # a question's deadline, shown in its ``hitl`` part
         events: list[WireModel] = []
         if ending.artifact is not None:

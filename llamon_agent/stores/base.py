@@ -86,6 +86,14 @@ class StoredTask:
     #: it lets the task-size bound skip encoding the whole task again for a small message
     stored_bytes: int = field(default=0, compare=False)
 
+    def twin(self) -> StoredTask:
+        """A shallow copy, as ``dataclasses.replace(self)`` makes one, in a fifth of its time
+        (it reads and passes every field by name): a turn's ending is built on one (runtime/
+        publisher.py)."""
+        twin = object.__new__(StoredTask)
+        twin.__dict__.update(self.__dict__)
+        return twin
+
     @property
     def id(self) -> str:
         return self.task.id
