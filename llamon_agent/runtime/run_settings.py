@@ -1,18 +1,19 @@
 """The request's part of a run's ``RunContext``: its language and the tool reviews the client
-added for the task."""
+added for the task (``RunSettings``, a tuple: a turn holds them until its run's context is built,
+``Turn.run_context``)."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, NamedTuple
 
 from ..a2a.types import MessageSendParams
-from ..core.run_context import RunContext
 from ..errors import InvalidParamsError
 from ..stores.base import StoredTask
 from ..tool_review import catalog
 from ..tool_review.policy import parse_wire_override
 
-__all__ = ["added_reviews", "remember_reviews", "run_settings"]
+__all__ = ["RunSettings", "added_reviews", "remember_reviews", "run_settings"]
 
 _WIRE_OVERRIDE = "interruptOn"  # message or request metadata key of those additions
 
@@ -36,10 +37,12 @@ def remember_reviews(record: StoredTask, added: dict[str, Any]) -> None:
         record.added_reviews = {**added, **record.added_reviews}
 
 
-def run_settings(record: StoredTask, language: str | None = None) -> RunContext:
-    """The request's settings for the task's runs (the server adds the rest: ``_run_context``
-    of ``TaskManager``)."""
-    return RunContext(
-        language=catalog.resolve(language),
-        interrupt_on=dict(record.added_reviews),
-    )
+class RunSettings(NamedTuple):
+    language: str | None
+    interrupt_on: Mapping[str, Any]
+
+
+def run_settings(record: StoredTask, language: str | None = None) -> RunSettings:
+    """The request's settings for the task's runs (the turn adds the rest:
+    ``Turn.run_context``)."""
+    return RunSettings(catalog.resolve(language), dict(record.added_reviews))

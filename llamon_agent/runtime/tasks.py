@@ -309,7 +309,7 @@ class TaskManager:
         except BaseException:
             await self._claims.release(claim)
             raise
-        turn.settings = run_settings(plan.record, catalog.resolve(language))
+        turn.settings = run_settings(plan.record, language)
         if subscribe:
             turn.subscription = turn.log.subscribe()
         await self._worker.start(turn)

@@ -18,7 +18,7 @@ from ..stores.base import StoredTask
 from ..stores.turn_writes import TurnWrites
 from .claims import Claim
 from .events import EventLog, Subscription
-from .run_settings import run_settings
+from .run_settings import RunSettings, run_settings
 from .served import ServedAgent
 from .task_reviews import SaveTask, TaskReviews
 
@@ -65,7 +65,7 @@ class Turn:
     on_stored: Callable[[Turn], Awaitable[None]] | None = None
     subscription: Subscription | None = None
     parked: bool = False  # the turn ended waiting for a reviewer (task stays ``working``)
-    settings: RunContext | None = None  # the request's part of the runs' context
+    settings: RunSettings | None = None  # the request's part of the runs' context
     observed: str | None = None  # the last state the observer was told of
     #: what the turn's saves commit together (``stores/turn_writes.py``); the worker makes it
     #: when the request did not (a fresh context's request does, for its claim)
