@@ -37,7 +37,6 @@ from ..push.service import PushNotifications
 from ..stores.base import Expiry, StoredTask, TaskCursor, TaskPage, TaskQuery
 from ..stores.storage import Storage
 from ..stores.turn_writes import TurnWrites, commits_held_writes
-from ..tool_review import catalog
 from .cancel_relay import CancelRelay, LocalCancelRelay
 from .child_cancel import cancel_children
 from .children import ChildCall
