@@ -9,14 +9,11 @@ from __future__ import annotations
 import json
 import math
 from typing import Any
-from unittest import mock
 
-import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llamon_agent.core import bounds
 from llamon_agent.core.bounds import (
     ENVELOPE_DEPTH,
     INT64_MAX,
@@ -197,54 +194,3 @@ def test_a_huge_integer_read_as_a_float_is_found_in_the_text() -> None:
 ])
 def test_a_client_value_at_and_past_each_bound(value: Any, expected: Violation | None) -> None:
     assert refusal(check_value, value, LIMITS, "params.metadata") == expected
-
-
-def written(value: Any, style: int) -> bytes | str:
-    """The same document as a client might write it: compact, spaced, indented, as bytes."""
-    if style == 0:
-        return orjson.dumps(value)
-    if style == 1:
-        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-    return json.dumps(value, indent=style - 1).encode()
-
-
-@settings(max_examples=300, deadline=None)
-@given(json_values, st.integers(min_value=0, max_value=3))
-def test_a_document_settled_by_its_text_is_settled_as_the_walk_settles_it(
-    value: Any, style: int
-) -> None:
-    """The text's scan (``_plainly_within``) lets a document past the walk only when the walk
-    would let it past too, however the document is written."""
-    try:
-        body = written(value, style)
-    except (TypeError, ValueError):  # orjson writes no integer past 64 bits, NaN as null
-        return
-    with mock.patch.object(bounds, "_plainly_within", return_value=False):
-        walked = refusal(check_document, value, body, LIMITS)
-    if isinstance(value, (dict, list)) and bounds._plainly_within(
-        body, LIMITS.max_depth + ENVELOPE_DEPTH
-    ):
-        assert walked is None
-    assert refusal(check_document, value, body, LIMITS) == walked
-
-
-def test_a_plain_request_is_settled_without_the_walk(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A message/send as clients send it, hex ids and a 19-digit string included, never walks
-    its document (bench/README.md, "Speed, round thirty"); the walk takes one whose text
-    has more brackets than the depth allowed, or something a long number looks like, and
-    lets it past when it is within the bounds all the same."""
-    request = {"jsonrpc": "2.0", "id": 7, "method": "message/send", "params": {"message": {
-        "role": "user", "kind": "message", "messageId": "5e0f8c3e-4e21-4b7e-9e1a-0c3e5e7e9e11",
-        "contextId": "3e4f9e2b1c0d4e8f9a7b6c5d4e3f2a1b", "metadata": {"ts": "1733567890123456789"},
-        "parts": [{"kind": "text", "text": "book a table for 2 at 19:30 for at most 1.5e3 yen"},
-                  {"kind": "data", "data": {"seats": 2, "price": 12.5, "tags": ["a", "b"]}}],
-    }}}
-    walked: list[Any] = []
-    monkeypatch.setattr(bounds, "_containers_of", lambda value: walked.append(value) or [])
-    for body in (orjson.dumps(request), json.dumps(request, indent=2)):
-        check_document(request, body, Limits())
-    assert walked == []
-    for text in ("[" * 41, ":1234567890123456789", ", 3e8", "[-2.5E-3"):
-        document = {**request, "note": text}
-        check_document(document, orjson.dumps(document), Limits())
-        assert walked[-1] is document

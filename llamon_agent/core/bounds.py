@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -117,13 +116,10 @@ def check_document(value: Any, body: bytes | str, limits: Limits) -> None:
     beyond 2**63 in magnitude is parsed again with the standard library, whose integer hook
     sees the digits as they were sent.
 
-    Every request's document passes here. Most are settled by their text alone
-    (:func:`_plainly_within`), ``body`` being the text ``value`` was parsed from; the others
-    are walked a level at a time, where the strings, most of a document, cost one type test
-    each (bench/README.md, "Speed, round twenty-five" and "round thirty")."""
+    Every request's document passes here: the containers are walked a level at a time and
+    the strings, most of a document, cost one type test each (bench/README.md, "Speed, round
+    twenty-five")."""
     deepest = limits.max_depth + ENVELOPE_DEPTH
-    if isinstance(value, (dict, list)) and _plainly_within(body, deepest):
-        return
     huge_float = _huge_document_number(value)
     level = _containers_of(value)
     depth = 0
@@ -144,29 +140,6 @@ def check_document(value: Any, body: bytes | str, limits: Limits) -> None:
         level = below
     if huge_float:
         json.loads(body, parse_int=_checked_int)
-
-
-#: what the text of every number the walk would look at again matches: a number token (after
-#: the ``:``, ``[`` or ``,`` that comes before every value inside a container, and JSON's
-#: whitespace) of 19 digits or more (an integer past 64 bits, or a float at or past 2**63
-#: written without an exponent), or with an exponent. Anchored so that the ids of a request,
-#: hex strings such as ``"4e3f..."``, do not match.
-_LONG_NUMBER = re.compile(rb"[:\[,][ \t\r\n]*-?(?:[0-9]{19}|[0-9]+(?:\.[0-9]+)?[eE])")
-_LONG_NUMBER_TEXT = re.compile(r"[:\[,][ \t\r\n]*-?(?:[0-9]{19}|[0-9]+(?:\.[0-9]+)?[eE])")
-
-
-def _plainly_within(body: bytes | str, deepest: int) -> bool:
-    """Whether the text of a document that is an object or an array shows it within
-    :func:`check_document`'s bounds by itself: no more opening brackets than ``deepest`` (each
-    level of nesting opens one, so the depth is at most their count) and no number long
-    enough to be out of range. What is inside strings counts too: it can only send a document
-    to the walk, never let one past it. Two scans in C, where the walk runs a few hundred
-    bytecodes per request."""
-    if isinstance(body, str):
-        return (body.count("{") + body.count("[") <= deepest
-                and _LONG_NUMBER_TEXT.search(body) is None)
-    return (body.count(b"{") + body.count(b"[") <= deepest
-            and _LONG_NUMBER.search(body) is None)
 
 
 def _containers_of(value: Any) -> list[Any]:
