@@ -10,18 +10,23 @@ alone (about 3.5 million instructions) was known only as "the interpreter, sprea
 ``sys.settrace``'s opcode events, the bytecodes each Python function executes (its own, not
 its callees', without the RESUME each call starts with) and its calls (a coroutine's
 resumptions count as calls, as in cProfile), over ``--round-trips`` round trips after 30 of
-warm-up, one at a time, on each side:
+warm-up, one at a time, on each side; and, with ``sys.setprofile``'s ``c_call`` events, the calls
+into C functions (a validation, a serialisation, an SQLite statement), whose work the bytecode
+that calls them carries:
 
 * ``ours``: ``create_app`` in process on a fresh SQLite file (``bench/in_process.py``'s round
   trip: its client's few bytecodes count too);
 * ``langgraph``: ``bench/langgraph_alone.py``'s denominator, the native graph on our saver.
 
-A bytecode is not an instruction: one that calls into C (a serialiser, SQLite, a dict) carries
-that call's work. Across the two sides a round trip averaged 120-130 instructions per bytecode
-(round thirty), so the bytecodes a function adds over LangGraph alone are a fair map of where
-the instructions go, and the count does not move between runs. Only the event loop's thread is
-traced: the SQLite offload thread runs C. Tracing is slow (about 50 ms a round trip); the count
-is exact. Results: bench/results/NAME.md and .json.
+A bytecode is not an instruction: one that calls into C (a serialiser, SQLite, a regular
+expression) carries that call's work, which the map cannot see. Round thirty's scan of a
+request's text removed 940 bytecodes a round trip and added 52,000 instructions, all in the
+regular expression engine. So the map says where Python runs and which C functions it calls how
+often; a cut chosen from it is judged by ``bench/instructions.py``, before and after, on its
+own. Only the event loop's thread is traced (the SQLite offload thread runs C). Tracing is slow
+(about 50 ms a round trip). Two runs of the same code differ by under 0.1% (the event loop's
+turns depend on timing), where CPU figures here move by 3-7%. Results: bench/results/NAME.md
+and .json.
 """
 
 from __future__ import annotations
@@ -61,6 +66,8 @@ class Census:
     round_trips: int
     bytecodes: dict[Function, int] = field(default_factory=dict)
     calls: dict[Function, int] = field(default_factory=dict)
+    #: calls of C functions, by qualified name (``Connection.execute``, ``dumps``)
+    c_calls: dict[str, int] = field(default_factory=dict)
 
     def total(self) -> float:
         return sum(self.bytecodes.values()) / self.round_trips
@@ -78,6 +85,12 @@ class _Tracer:
     def __init__(self) -> None:
         self.bytecodes: collections.Counter[Function] = collections.Counter()
         self.calls: collections.Counter[Function] = collections.Counter()
+        self.c_calls: collections.Counter[str] = collections.Counter()
+
+    def profile(self, frame: FrameType, event: str, arg: Any) -> None:
+        """``sys.setprofile``'s hook: counts each call of a C function by its name."""
+        if event == "c_call":
+            self.c_calls[getattr(arg, "__qualname__", None) or repr(arg)] += 1
 
     def __call__(self, frame: FrameType, event: str, arg: Any) -> Any:
         if event != "call":
@@ -103,12 +116,15 @@ async def _traced(round_trip: Callable[[], Awaitable[None]], measured: int,
         await round_trip()
     tracer = _Tracer()
     sys.settrace(tracer)
+    sys.setprofile(tracer.profile)
     try:
         for _ in range(measured):
             await round_trip()
     finally:
+        sys.setprofile(None)
         sys.settrace(None)
     census.bytecodes, census.calls = dict(tracer.bytecodes), dict(tracer.calls)
+    census.c_calls = dict(tracer.c_calls)
 
 
 async def _ours(folder: str, census: Census) -> None:
@@ -196,6 +212,15 @@ def report(ours: Census, alone: Census, top: int) -> str:
     for function in sorted(added, key=lambda f: -added[f])[:top]:
         calls = ours.calls.get(function, 0) / ours.round_trips
         lines.append(f"| {_where(function)} | {added[function]:+,.0f} | {calls:.1f} |")
+    c_added = {name: (ours.c_calls.get(name, 0) / ours.round_trips
+                      - alone.c_calls.get(name, 0) / alone.round_trips)
+               for name in set(ours.c_calls) | set(alone.c_calls)}
+    lines += ["", "| C function | calls per round trip, ours | LangGraph alone | added |",
+              "|---|---:|---:|---:|"]
+    for name in sorted(c_added, key=lambda n: (-c_added[n], n))[:top]:
+        a = ours.c_calls.get(name, 0) / ours.round_trips
+        b = alone.c_calls.get(name, 0) / alone.round_trips
+        lines.append(f"| `{name}` | {a:,.1f} | {b:,.1f} | {a - b:+,.1f} |")
     return "\n".join(lines)
 
 
@@ -217,7 +242,8 @@ def main() -> None:
     (out / f"{args.name}.md").write_text(text + "\n")
     (out / f"{args.name}.json").write_text(json.dumps({
         c.side: {"round_trips": c.round_trips, "bytecodes": c.total(), "calls": c.total_calls(),
-                 "functions": [[*f, n / c.round_trips] for f, n in c.bytecodes.items()]}
+                 "functions": [[*f, n / c.round_trips] for f, n in c.bytecodes.items()],
+                 "c_calls": {name: n / c.round_trips for name, n in c.c_calls.items()}}
         for c in (ours, alone)}, indent=1))
     print(f"written to bench/results/{args.name}.md and .json "
           f"({time.monotonic() - started:.0f} s)")

@@ -14,15 +14,17 @@ def straight(a: int) -> int:
 
 
 def calls_straight_twice() -> int:
-    return straight(1) + straight(2)
+    return straight(1) + straight(2) + len("abc") + len("de")
 
 
 def test_the_tracer_counts_each_functions_own_bytecodes_and_calls() -> None:
     tracer = _Tracer()
     sys.settrace(tracer)
+    sys.setprofile(tracer.profile)
     try:
         calls_straight_twice()
     finally:
+        sys.setprofile(None)
         sys.settrace(None)
     counts = {name: n for (_file, _line, name), n in tracer.bytecodes.items()}
     calls = {name: n for (_file, _line, name), n in tracer.calls.items()}
@@ -32,6 +34,7 @@ def test_the_tracer_counts_each_functions_own_bytecodes_and_calls() -> None:
     # RETURN_VALUE: eight a call (the RESUME before the trace starts is not seen)
     assert counts["straight"] == 2 * 8
     assert counts["calls_straight_twice"] > 0
+    assert tracer.c_calls["len"] == 2  # the C functions called, by name
 
 
 def test_both_sides_count_their_round_trips_and_the_report_compares_them() -> None:
@@ -45,15 +48,20 @@ def test_both_sides_count_their_round_trips_and_the_report_compares_them() -> No
     assert f"**{ours.total() / alone.total():.3f}** in bytecodes" in text
     assert "| llamon_agent | " in text
     assert text.count("| `llamon_agent/") >= 5
+    # every round trip stores its task: SQLite statements that LangGraph alone never runs
+    assert ours.c_calls["Connection.execute"] > alone.c_calls.get("Connection.execute", 0)
+    assert "| `Connection.execute` | " in report(ours, alone, top=40)
 
 
 def test_the_report_subtracts_per_round_trip() -> None:
     f, g = ("/x/site-packages/langgraph/a.py", 1, "run"), ("/x/llamon_agent/b.py", 3, "go")
-    ours = Census("ours", 2, {f: 100, g: 40}, {f: 2, g: 4})
-    alone = Census("langgraph", 4, {f: 160}, {f: 4})
+    ours = Census("ours", 2, {f: 100, g: 40}, {f: 2, g: 4}, {"dumps": 6, "len": 2})
+    alone = Census("langgraph", 4, {f: 160}, {f: 4}, {"len": 8})
     text = report(ours, alone, top=5)
     assert "| ours | 70 | 3 |" in text and "| langgraph | 40 | 1 |" in text
     assert "| langgraph | 50 | 40 | +10 |" in text
     assert "| `llamon_agent/b.py:3` go | +20 | 2.0 |" in text
+    assert "| `dumps` | 3.0 | 0.0 | +3.0 |" in text
+    assert "| `len` | 1.0 | 2.0 | -1.0 |" in text
     assert group_of("/x/site-packages/starlette/routing.py") == "starlette"
     assert group_of("<string>") == "<string>"
