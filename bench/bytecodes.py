@@ -45,11 +45,12 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-BENCH = Path(__file__).resolve().parent
-ROOT = BENCH.parent
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-SIDES = ("ours", "langgraph")
+from bench.instructions import SIDES
+from bench.instructions import round_trips as side_round_trips
+
+BENCH = Path(__file__).resolve().parent
 WARMUP = 30
 #: the first part of a file's path that names its package, for the report's groups
 GROUPS = ("llamon_agent", "langgraph", "langchain_core", "starlette", "pydantic",
@@ -127,30 +128,15 @@ async def _traced(round_trip: Callable[[], Awaitable[None]], measured: int,
     census.c_calls = dict(tracer.c_calls)
 
 
-async def _ours(folder: str, census: Census) -> None:
-    from bench.agents import build_agents
-    from bench.in_process import round_trip
-    from llamon_agent import create_app
-
-    app = create_app(build_agents(), db=str(Path(folder) / "tasks.db"))
-    async with app.router.lifespan_context(app):
-        await _traced(lambda: round_trip(app), census.round_trips, census)
-
-
-async def _langgraph(folder: str, census: Census) -> None:
-    from bench.langgraph_alone import Variant, checkpointer, compile_graph, round_trip
-
-    variant = Variant("sqlite-llamon", "exit")
-    async with checkpointer(variant.checkpointer, folder) as opened:
-        graph = compile_graph(variant, opened.saver)
-        await _traced(lambda: round_trip(graph, variant.durability, False),
-                      census.round_trips, census)
-
-
 def count(side: str, round_trips: int) -> Census:
     census = Census(side, round_trips)
+
+    async def run(folder: str) -> None:
+        async with side_round_trips(side, folder) as round_trip:
+            await _traced(round_trip, round_trips, census)
+
     with tempfile.TemporaryDirectory(prefix="bytecodes-") as folder:
-        asyncio.run((_ours if side == "ours" else _langgraph)(folder, census))
+        asyncio.run(run(folder))
     return census
 
 

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import re
@@ -41,6 +42,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -70,30 +72,37 @@ class Count:
 # ---------------------------------------------------------------- the child: round trips
 
 
-async def _ours(folder: str, warmup: int, measured: int) -> int:
-    from bench.ablate import make_app, parts_from_env
-    from bench.agents import build_agents
-    from bench.in_process import round_trip
-    from llamon_agent import create_app
+@contextlib.asynccontextmanager
+async def round_trips(side: str, folder: str) -> AsyncIterator[Callable[[], Awaitable[None]]]:
+    """One HITL round trip of ``side``, ready to call, on a fresh store in ``folder``: ours
+    (``create_app`` in process, with ``$LLAMON_BENCH_ABLATE``'s parts taken out) or LangGraph
+    alone on our saver. Each call raises unless the task asks, then completes. Shared with
+    ``bench/bytecodes.py``."""
+    if side == "ours":
+        from bench.ablate import make_app, parts_from_env
+        from bench.agents import build_agents
+        from bench.in_process import round_trip
+        from llamon_agent import create_app
 
-    app = make_app(create_app, build_agents(), str(Path(folder) / "tasks.db"), parts_from_env())
-    done = 0
-    async with app.router.lifespan_context(app):
-        for _ in range(warmup + measured):
-            await round_trip(app)  # raises unless the task asks, then completes
-            done += 1
-    return done
-
-
-async def _langgraph(folder: str, warmup: int, measured: int) -> int:
-    from bench.langgraph_alone import Variant, checkpointer, compile_graph, round_trip
+        app = make_app(create_app, build_agents(), str(Path(folder) / "tasks.db"),
+                       parts_from_env())
+        async with app.router.lifespan_context(app):
+            yield lambda: round_trip(app)
+        return
+    from bench.langgraph_alone import Variant, checkpointer, compile_graph
+    from bench.langgraph_alone import round_trip as alone
 
     variant = Variant("sqlite-llamon", "exit")
     async with checkpointer(variant.checkpointer, folder) as opened:
         graph = compile_graph(variant, opened.saver)
-        done = 0
-        for _ in range(warmup + measured):
-            await round_trip(graph, variant.durability, False)  # raises unless it interrupts
+        yield lambda: alone(graph, variant.durability, False)
+
+
+async def _run(side: str, folder: str, count: int) -> int:
+    done = 0
+    async with round_trips(side, folder) as round_trip:
+        for _ in range(count):
+            await round_trip()
             done += 1
     return done
 
@@ -103,8 +112,7 @@ def child(side: str, warmup: int, measured: int) -> None:
 
     logging.disable(logging.WARNING)  # the no-authentication warning, once per app
     with tempfile.TemporaryDirectory(prefix="instructions-") as folder:
-        run = _ours if side == "ours" else _langgraph
-        done = asyncio.run(run(folder, warmup, measured))
+        done = asyncio.run(_run(side, folder, warmup + measured))
     print(f"{side}: {done} round trips")
 
 

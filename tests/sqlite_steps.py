@@ -27,4 +27,3 @@ async def vm_steps(conn: sqlite3.Connection, call: Callable[[], Awaitable[T]]) -
     finally:
         conn.set_progress_handler(None, 1)
     return steps, result
-

@@ -91,4 +91,3 @@ async def test_an_older_files_descending_listing_indexes_are_rebuilt_ascending(
         assert await store.count_in_state(SPACE, "input-required") == 1
     finally:
         conn.close()
-
