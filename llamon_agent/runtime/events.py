@@ -18,7 +18,6 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ..a2a.task_json import wire_json
 from ..a2a.types import Message, Task, TaskArtifactUpdateEvent, TaskStatusUpdateEvent, WireModel
 
 __all__ = ["Event", "EventHub", "EventLog", "Subscription", "iterate", "prepend", "settled"]
@@ -28,17 +27,9 @@ Event = tuple[int, WireModel]  # immutable wire objects: serialised only when de
 _Packed = tuple[int, str, bytes]
 
 _KINDS: dict[str, type[WireModel]] = {
-    "task": Task, "status-update": TaskStatusUpdateEvent,
-    "artifact-update": TaskArtifactUpdateEvent, "message": Message,
+    "status-update": TaskStatusUpdateEvent, "artifact-update": TaskArtifactUpdateEvent,
+    "message": Message,
 }
-
-
-def _pack(event: Event | _Packed) -> _Packed:
-    if len(event) == 3:
-        return event  # packed when an earlier turn of the task ended
-    seq, payload = event
-    kind: str = getattr(payload, "kind")  # every event type of _KINDS has one  # noqa: B009
-    return seq, kind, wire_json(payload)
 
 
 def _unpack(event: Event | _Packed) -> Event:
@@ -116,6 +107,8 @@ class EventLog:
         self._subscribers: set[Subscription] = set()
         self._buffer = buffer
         self._dropped = 0  # the latest seq of an event dropped from the middle of ``events``
+        #: events at the end of ``events`` not packed yet: this turn's (``close`` packs them)
+        self._unpacked = 0
 
     def publish(self, seq: int, payload: WireModel, *, final: bool = False) -> None:
         self.seq = seq
@@ -123,6 +116,7 @@ class EventLog:
             self._drop_snapshots()
         event = (seq, payload)
         self.events.append(event)
+        self._unpacked += 1
         for sub in list(self._subscribers):
             sub._push(event)
         if final:
@@ -131,34 +125,54 @@ class EventLog:
     def close(self) -> None:
         """The turn is over: end every live subscription (a no-op after a final event).
 
-        A finished log lets go of its latest Task (a resubscribe to a task that is not running
-        reads it from the store): the hub keeps up to ``keep_finished`` logs, and a whole task
-        held in each besides the one its events replay adds up (docs/storage.md).
+        A finished log lets go of its task: of the latest Task (a resubscribe to a task that
+        is not running reads it from the store), and of the turn's Task event, which held
+        the whole task as the turn began. The hub keeps up to ``keep_finished`` logs; a whole
+        task in each besides what the store holds added up to gigabytes (docs/storage.md),
+        and encoding it was a third of what ending a turn cost its events (bench/README.md,
+        "Speed, round thirty-one"). A replay from before it falls back to the store, as for
+        events no longer retained: the task as it stands, then its latest status.
 
-        Its events are kept as their wire JSON from here on: the hub's finished logs hold the
-        most objects of a busy server (about 100 per task as pydantic models, each a dict and
-        a set), all long-lived, so every collection of the older generations walked them and
-        they set its length (bench/README.md, "Speed, round four"). Bytes hold no references:
-        the collector skips them. A late replay reads them back (``replay_after``)."""
+        The turn's other events are kept as their wire JSON from here on: the hub's finished
+        logs hold the most objects of a busy server (about 100 per task as pydantic models,
+        each a dict and a set), all long-lived, so every collection of the older generations
+        walked them and they set its length (bench/README.md, "Speed, round four"). Bytes
+        hold no references: the collector skips them. A late replay reads them back
+        (``replay_after``). Only this turn's events are packed: the earlier turns' were."""
         self.finished = True
         self.snapshot = None
-        self.events = deque(map(_pack, self.events), maxlen=self.events.maxlen)
+        self._pack_turn()
         for sub in list(self._subscribers):
             sub._close()
         self._subscribers.clear()
+
+    def _pack_turn(self) -> None:
+        events = self.events
+        turn = [events.pop() for _ in range(min(self._unpacked, len(events)))]
+        self._unpacked = 0
+        for seq, payload in reversed(turn):  # type: ignore[misc]  # this turn's: unpacked
+            if isinstance(payload, Task):
+                self._dropped = max(self._dropped, seq)
+            else:
+                kind: str = getattr(payload, "kind")  # every event of _KINDS has one  # noqa: B009
+                events.append((seq, kind, payload.to_json()))
 
     def _drop_snapshots(self) -> None:
         """Keep one Task snapshot: each turn starts with one holding the whole task, read anew
         from the store, so keeping every turn's held turns x history (a task of many small
         answers: hundreds of MB, and pauses of over a second; docs/storage.md).
-        Replays from before a dropped snapshot fall back as for events no longer retained."""
+        Replays from before a dropped snapshot fall back as for events no longer retained.
+        Only the running turn's events can hold one: ``close`` drops a turn's."""
+        if not self._unpacked:
+            return
         kept: deque[Event | _Packed] = deque(maxlen=self.events.maxlen)
         for event in self.events:
-            if isinstance(event[1], Task) or event[1] == "task":
+            if isinstance(event[1], Task):
                 self._dropped = max(self._dropped, event[0])
             else:
                 kept.append(event)
         self.events = kept
+        self._unpacked = sum(len(event) == 2 for event in kept)
 
     def replay_after(self, seq: int) -> list[Event] | None:
         """Events after ``seq``, or ``None`` when some of them are no longer retained."""

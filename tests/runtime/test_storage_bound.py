@@ -354,11 +354,46 @@ def test_a_finished_event_log_keeps_its_events_as_wire_json_and_replays_them_exa
     for seq, payload in enumerate(second_turn[1:], start=5):
         log.publish(seq, payload, final=seq == 6)
     assert not any(gc.is_tracked(part) for event in log.events for part in event)
-    replayed = log.replay_after(0) or []
-    published = [*first_turn, *second_turn]
-    assert [seq for seq, _ in replayed] == [1, 2, 3, 4, 5, 6]
+    replayed = log.replay_after(1) or []
+    published = [*first_turn[1:], *second_turn]
+    assert [seq for seq, _ in replayed] == [2, 3, 4, 5, 6]
     assert [(type(p), p.to_json()) for _, p in replayed] == [
         (type(p), p.to_json()) for p in published]  # the wire form: what every reader uses
+    # the first turn's snapshot went when that turn ended: from before it, the store answers
+    assert log.replay_after(0) is None
+
+
+def test_an_ended_turn_lets_go_of_its_task_snapshot() -> None:
+    """A turn's first event holds the whole task (up to ``max_task_bytes``); the hub keeps up
+    to 1,024 finished logs, and each held its latest turn's copy, encoded at the turn's end.
+    An ended turn keeps its other events; a replay from before its snapshot falls back to
+    the store, as for events no longer retained. Only the turn's own events are packed."""
+    from llamon_agent.a2a.types import Task, TaskStatus, TaskStatusUpdateEvent
+    from llamon_agent.runtime.events import EventHub
+
+    def status(state: str) -> TaskStatusUpdateEvent:
+        return TaskStatusUpdateEvent(task_id="t1", context_id="c1", final=False,
+                                     status=TaskStatus(state=state))
+
+    snapshot = Task.model_validate({"id": "t1", "contextId": "c1",
+                                    "status": {"state": "working"}, "history": []})
+    log = EventHub(retain=4).open("t1", 0)
+    log.publish(1, status("working"))
+    log.publish(2, snapshot)
+    log.publish(3, status("working"))
+    log.close()
+    assert [(seq, kind) for seq, kind, _ in log.events] == [  # type: ignore[misc]
+        (1, "status-update"), (3, "status-update")]
+    assert log.replay_after(1) is None  # the snapshot (2) is gone
+    assert [seq for seq, _ in log.replay_after(2) or []] == [3]
+    log.finished = False  # the task's next turn, on the same log (``EventHub.open``)
+    for seq in range(4, 9):  # more than ``retain``: the oldest events go first
+        log.publish(seq, status("working"))
+    assert [len(event) for event in log.events] == [2, 2, 2, 2]
+    log.close()
+    assert [(event[0], len(event)) for event in log.events] == [(5, 3), (6, 3), (7, 3), (8, 3)]
+    assert log.replay_after(3) is None  # 4 is no longer retained
+    assert [seq for seq, _ in log.replay_after(4) or []] == [5, 6, 7, 8]
 
 
 def measured_threads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
