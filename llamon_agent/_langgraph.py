@@ -162,7 +162,7 @@ def make_branch(
 
 
 # (4) WHY: HITL routing rewires a *copy* of the user's builder (wrapped nodes, static edges
-# replaced by a router branch, a channel added to schemas) and the user's builder is never
+# followed by the wrapped node instead, a channel added to schemas) and the user's builder is never
 # mutated; ``StateGraph`` has no public copy nor any way to replace a node or remove an edge.
 # BREAKS if a table is renamed or changes type (for example ``branches`` stops being a
 # ``defaultdict(dict)`` of ``BranchSpec``, or a node spec loses ``runnable``/``input_schema``):
@@ -196,6 +196,18 @@ class BuilderCopy:
 
     def set_node_runnable(self, name: str, runnable: Any) -> None:
         self.graph.nodes[name] = dataclasses.replace(self.graph.nodes[name], runnable=runnable)
+
+    def add_destinations(self, name: str, destinations: list[str]) -> None:
+        """Where the node may go by a ``Command`` it returns, beside what it declared: what the
+        graph's drawing shows (``ends``; LangGraph routes by the command alone)."""
+        spec = self.graph.nodes[name]
+        ends = spec.ends or ()
+        if isinstance(ends, dict):
+            merged: tuple[str, ...] | dict[str, str] = {**ends, **{d: d for d in destinations
+                                                                    if d not in ends}}
+        else:
+            merged = (*ends, *(d for d in destinations if d not in ends))
+        self.graph.nodes[name] = dataclasses.replace(spec, ends=merged)
 
     def take_edges(self, node: str) -> list[str]:
         """Remove the node's static edges; their targets, sorted."""

@@ -11,9 +11,16 @@ Every user node is wrapped (subgraph nodes are recompiled the same way, recursiv
   exactly twice per question: ask, then consume.
 * **Asking again from the consuming run, or asking with ``update=``.** A second ``interrupt()`` in
   the same task would replay every earlier answer (langgraph#7780), and an interrupt discards the
-  node's writes. So these asks are *routed*: the request goes to a private channel, the node's
-  edges divert to one generated node ``__hitl__`` (docs/hitl.md §3.3) that asks and
-  then jumps back with the answer in state. Still one run per answer, and the update is kept.
+  node's writes. So these asks are *routed*: the request goes to a private channel, the node
+  goes to one generated node ``__hitl__`` (docs/hitl.md §3.3) instead of along its edges, which
+  asks and then jumps back with the answer in state. Still one run per answer, and the update
+  is kept.
+
+A wrapped node's static edges are taken out of the graph and followed by the wrapper, with a
+``Command(goto=...)``: to ``__hitl__`` when the node asked, else to where the edges went. A
+conditional edge would decide the same from the state, but LangGraph reads a conditional edge's
+state by copying every channel of the graph after each run of its node (bench/README.md,
+"Speed, round thirty-one"); the node's own output says whether it asked.
 
 The user's builder is never mutated: a shallow copy gets new node, edge and branch tables
 (``llamon_agent/_langgraph.py`` holds every use of LangGraph's private API and tables).
@@ -22,13 +29,13 @@ The user's builder is never mutated: a shallow copy gets new node, edge and bran
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Sequence
 from inspect import isclass
 from typing import Annotated, Any, TypedDict
 
 from langchain_core.runnables import Runnable, RunnableConfig
 from langgraph.channels.base import BaseChannel
-from langgraph.graph import END, StateGraph
+from langgraph.graph import StateGraph
 from langgraph.pregel import Pregel
 from langgraph.types import Command, interrupt
 from pydantic import BaseModel
@@ -50,7 +57,6 @@ from .run_context import context_id_of
 
 HITL_NODE = "__hitl__"
 REQUEST_KEY = "__hitl_request__"
-ROUTER_BRANCH = "__hitl_route__"
 CLEAR = "*"
 KEY_FIELD = "__llamon_key__"
 ANSWER_FIELD = "__llamon_answer__"
@@ -184,15 +190,35 @@ def _keep_answer(out: Any, key: str, value: Any) -> Any:
     return out
 
 
-def _wrap_node(name: str, runnable: Any) -> Runnable[Any, Any]:
+def _onward(targets: Sequence[str]) -> Callable[[Any], Any]:
+    """What a node's static edges did, for its output when it did not ask: go on to
+    ``targets`` (none: the node ends its branch of the graph)."""
+    if not targets:
+        return lambda out: out
+    goto: str | list[str] = targets[0] if len(targets) == 1 else list(targets)
+
+    def onward(out: Any) -> Any:
+        if isinstance(out, dict):
+            return Command(update=out, goto=goto)
+        # anything else as LangGraph takes it from a node (its error included), beside the
+        # edges: a node may return a list of outputs, each a Command or an update
+        outputs = list(out) if isinstance(out, (list, tuple)) else [out]
+        return [*outputs, Command(goto=goto)]
+
+    return onward
+
+
+def _wrap_node(name: str, runnable: Any, targets: Sequence[str]) -> Runnable[Any, Any]:
+    onward = _onward(targets)
+
     def handle(out: Any, config: RunnableConfig, *, first: bool) -> Any:
         if not isinstance(out, HITLInterrupt):
-            return out
+            return onward(out)
         _check_thread(out, config)
         if first and not out.update and resume_waiting(config) is not None:
             interrupt({**out.payload, KEY_FIELD: out.key})  # raises: the super-step stops here
         request = {"payload": out.payload, "key": out.key}
-        return {**out.update, REQUEST_KEY: {name: request}}
+        return Command(update={**out.update, REQUEST_KEY: {name: request}}, goto=HITL_NODE)
 
     async def arun(state: Any, config: RunnableConfig) -> Any:
         answer = _take_answer(config)
@@ -249,18 +275,6 @@ def _asked(state: Any, node: str) -> bool:
     return bool(requests and node in requests)
 
 
-def _router(node: str, targets: list[str]) -> BranchSpec:
-    """Replaces a node's static edges: to ``__hitl__`` when it asked, else where it went before."""
-
-    def route(state: dict[str, Any]) -> Hashable | list[Hashable]:
-        if _asked(state, node):
-            return HITL_NODE
-        return list(targets) if targets else END
-
-    ends: dict[Hashable, str] = {t: t for t in [*targets, HITL_NODE, END]}
-    return make_branch(route, ends=ends, input_schema=_HitlChannels)
-
-
 def _guard_branch(
     node: str, branch: UserBranch, raw_schema: type[Any], user_schema: type[Any]
 ) -> BranchSpec:
@@ -305,15 +319,16 @@ def hitl_builder(builder: StateGraph[Any, Any, Any, Any]) -> StateGraph[Any, Any
     for node in user_nodes:
         runnable, node_schema = tables.node(node)
         if compiled_builder(runnable) is not None:
+            # a subgraph asks through its own ``__hitl__``, never this graph's: its edges stay
             tables.set_node_runnable(node, route_compiled(runnable, checkpointer_of(runnable)))
         else:
-            tables.set_node_runnable(node, _wrap_node(node, runnable))
-        targets = tables.take_edges(node)
+            targets = tables.take_edges(node)  # followed by the wrapper (``_onward``)
+            tables.set_node_runnable(node, _wrap_node(node, runnable, targets))
+            tables.add_destinations(node, [*targets, HITL_NODE])
         for name, branch in tables.branches(node):
             user_schema = branch.input_schema or node_schema
             raw_schema = _raw_schema(tables, user_schema, request_channel)
             tables.set_branch(node, name, _guard_branch(node, branch, raw_schema, user_schema))
-        tables.set_branch(node, ROUTER_BRANCH, _router(node, targets))
     return graph
 
 
