@@ -9,7 +9,9 @@ alone (about 3.5 million instructions) was known only as "the interpreter, sprea
 (bench/README.md, rounds twenty-five and twenty-six). This script counts, with
 ``sys.settrace``'s opcode events, the bytecodes each Python function executes (its own, not
 its callees', without the RESUME each call starts with) and its calls (a coroutine's
-resumptions count as calls, as in cProfile), over ``--round-trips`` round trips after 30 of
+resumptions count as calls, as in cProfile), and the bytecodes executed from each call until it
+returns, its callees' included (per resumption for a coroutine; a recursive function's counts
+overlap), over ``--round-trips`` round trips after 30 of
 warm-up, one at a time, on each side; and, with ``sys.setprofile``'s ``c_call`` events, the calls
 into C functions (a validation, a serialisation, an SQLite statement), whose work the bytecode
 that calls them carries:
@@ -69,6 +71,8 @@ class Census:
     calls: dict[Function, int] = field(default_factory=dict)
     #: calls of C functions, by qualified name (``Connection.execute``, ``dumps``)
     c_calls: dict[str, int] = field(default_factory=dict)
+    #: bytecodes from each call to its return, callees included
+    inclusive: dict[Function, int] = field(default_factory=dict)
 
     def total(self) -> float:
         return sum(self.bytecodes.values()) / self.round_trips
@@ -86,7 +90,9 @@ class _Tracer:
     def __init__(self) -> None:
         self.bytecodes: collections.Counter[Function] = collections.Counter()
         self.calls: collections.Counter[Function] = collections.Counter()
+        self.inclusive: collections.Counter[Function] = collections.Counter()
         self.c_calls: collections.Counter[str] = collections.Counter()
+        self.executed = 0  # every bytecode traced so far
 
     def profile(self, frame: FrameType, event: str, arg: Any) -> None:
         """``sys.setprofile``'s hook: counts each call of a C function by its name."""
@@ -101,11 +107,14 @@ class _Tracer:
         self.calls[key] += 1
         frame.f_trace_opcodes = True
         frame.f_trace_lines = False
-        counts = self.bytecodes
+        counts, inclusive, started = self.bytecodes, self.inclusive, self.executed
 
         def local(frame: FrameType, event: str, arg: Any) -> Any:
             if event == "opcode":
                 counts[key] += 1
+                self.executed += 1
+            elif event == "return":
+                inclusive[key] += self.executed - started
             return local
 
         return local
@@ -125,6 +134,7 @@ async def _traced(round_trip: Callable[[], Awaitable[None]], measured: int,
         sys.setprofile(None)
         sys.settrace(None)
     census.bytecodes, census.calls = dict(tracer.bytecodes), dict(tracer.calls)
+    census.inclusive = dict(tracer.inclusive)
     census.c_calls = dict(tracer.c_calls)
 
 
@@ -198,6 +208,16 @@ def report(ours: Census, alone: Census, top: int) -> str:
     for function in sorted(added, key=lambda f: -added[f])[:top]:
         calls = ours.calls.get(function, 0) / ours.round_trips
         lines.append(f"| {_where(function)} | {added[function]:+,.0f} | {calls:.1f} |")
+    with_callees = {f: (ours.inclusive.get(f, 0) / ours.round_trips
+                        - alone.inclusive.get(f, 0) / alone.round_trips)
+                    for f in set(ours.inclusive) | set(alone.inclusive)}
+    lines += ["", "| function with its callees | added per round trip | ours | calls, ours |",
+              "|---|---:|---:|---:|"]
+    for function in sorted(with_callees, key=lambda f: -with_callees[f])[:top]:
+        whole = ours.inclusive.get(function, 0) / ours.round_trips
+        calls = ours.calls.get(function, 0) / ours.round_trips
+        lines.append(f"| {_where(function)} | {with_callees[function]:+,.0f} | {whole:,.0f} "
+                     f"| {calls:.1f} |")
     c_added = {name: (ours.c_calls.get(name, 0) / ours.round_trips
                       - alone.c_calls.get(name, 0) / alone.round_trips)
                for name in set(ours.c_calls) | set(alone.c_calls)}
@@ -229,6 +249,7 @@ def main() -> None:
     (out / f"{args.name}.json").write_text(json.dumps({
         c.side: {"round_trips": c.round_trips, "bytecodes": c.total(), "calls": c.total_calls(),
                  "functions": [[*f, n / c.round_trips] for f, n in c.bytecodes.items()],
+                 "with_callees": [[*f, n / c.round_trips] for f, n in c.inclusive.items()],
                  "c_calls": {name: n / c.round_trips for name, n in c.c_calls.items()}}
         for c in (ours, alone)}, indent=1))
     print(f"written to bench/results/{args.name}.md and .json "

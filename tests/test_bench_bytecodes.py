@@ -34,6 +34,9 @@ def test_the_tracer_counts_each_functions_own_bytecodes_and_calls() -> None:
     # RETURN_VALUE: eight a call (the RESUME before the trace starts is not seen)
     assert counts["straight"] == 2 * 8
     assert counts["calls_straight_twice"] > 0
+    inclusive = {name: n for (_file, _line, name), n in tracer.inclusive.items()}
+    assert inclusive["straight"] == counts["straight"]  # calls nothing traced
+    assert inclusive["calls_straight_twice"] == counts["calls_straight_twice"] + 2 * 8
     assert tracer.c_calls["len"] == 2  # the C functions called, by name
 
 
@@ -55,13 +58,16 @@ def test_both_sides_count_their_round_trips_and_the_report_compares_them() -> No
 
 def test_the_report_subtracts_per_round_trip() -> None:
     f, g = ("/x/site-packages/langgraph/a.py", 1, "run"), ("/x/llamon_agent/b.py", 3, "go")
-    ours = Census("ours", 2, {f: 100, g: 40}, {f: 2, g: 4}, {"dumps": 6, "len": 2})
-    alone = Census("langgraph", 4, {f: 160}, {f: 4}, {"len": 8})
+    ours = Census("ours", 2, {f: 100, g: 40}, {f: 2, g: 4}, {"dumps": 6, "len": 2},
+                  {f: 140, g: 40})
+    alone = Census("langgraph", 4, {f: 160}, {f: 4}, {"len": 8}, {f: 160})
     text = report(ours, alone, top=5)
     assert "| ours | 70 | 3 |" in text and "| langgraph | 40 | 1 |" in text
     assert "| langgraph | 50 | 40 | +10 |" in text
     assert "| `llamon_agent/b.py:3` go | +20 | 2.0 |" in text
     assert "| `dumps` | 3.0 | 0.0 | +3.0 |" in text
+    assert "| `langgraph/a.py:1` run | +30 | 70 | 1.0 |" in text  # with its callees
+    assert "| `llamon_agent/b.py:3` go | +20 | 20 | 2.0 |" in text
     assert "| `len` | 1.0 | 2.0 | -1.0 |" in text
     assert group_of("/x/site-packages/starlette/routing.py") == "starlette"
     assert group_of("<string>") == "<string>"
