@@ -127,10 +127,10 @@ class EventLog:
 
         A finished log lets go of its task: of the latest Task (a resubscribe to a task that
         is not running reads it from the store), and of the turn's Task event, which held
-        the whole task as the turn began. The hub keeps up to ``keep_finished`` logs; a whole
-        task in each besides what the store holds added up to gigabytes (docs/storage.md),
-        and encoding it was a third of what ending a turn cost its events (bench/README.md,
-        "Speed, round thirty-one"). A replay from before it falls back to the store, as for
+        the whole task as the turn began. The hub keeps up to ``keep_finished`` logs; a copy of
+        each task besides the store's was most of a gigabyte of the large-answers benchmark
+        (docs/storage.md), and encoding it was a third of what ending a turn cost its events
+        (bench/README.md, "Speed, round thirty-one"). A replay from before it falls back to the store, as for
         events no longer retained: the task as it stands, then its latest status.
 
         The turn's other events are kept as their wire JSON from here on: the hub's finished

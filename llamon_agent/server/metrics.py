@@ -139,10 +139,15 @@ class Metrics:
     def __init__(self, agents: Iterable[str], routes: Iterable[Route] = ()) -> None:
         self._agents = frozenset(agents)
         self._methods = RPC_METHODS
-        # each series' children by their label values: labels() costs a lock and its checks at
-        # every request and state change (bench/README.md, "Speed, round eighteen"); every label
-        # is a fixed set, so this holds at most one entry per series
-        self._children: dict[tuple[Any, tuple[str, ...]], Any] = {}
+        # each update's bound ``inc`` or ``observe``, by the values it was asked with: labels()
+        # costs a lock and its checks (bench/README.md, "Speed, round eighteen"), and the
+        # labels' fixed sets a lookup each (round thirty-one). Kept only for values that are
+        # label values themselves (``_bound``), so no client's value adds an entry.
+        self._request_updates: dict[tuple[str, str], tuple[Callable[[], None],
+                                                           Callable[[float], None]]] = {}
+        self._state_changes: dict[tuple[str, ...], Callable[..., None]] = {}
+        self._turn_ends: dict[tuple[str, ...], Callable[..., None]] = {}
+        self._resumes: dict[tuple[str, ...], Callable[..., None]] = {}
         self.name_routes(routes)
         self.registry = CollectorRegistry()
         r = self.registry
@@ -215,25 +220,48 @@ class Metrics:
     # ----------------------------------------------------------------------- updates
 
     def request(self, method: str, outcome: str, seconds: float) -> None:
-        label = self.method(method)
-        self._child(self.requests, label, outcome if outcome in OUTCOMES else "error").inc()
-        self._child(self.request_seconds, label).observe(seconds)
+        updates = self._request_updates.get((method, outcome))
+        if updates is None:
+            label = self.method(method)
+            result = outcome if outcome in OUTCOMES else "error"
+            updates = (self.requests.labels(label, result).inc,
+                       self.request_seconds.labels(label).observe)
+            if (label, result) == (method, outcome):
+                self._request_updates[(method, outcome)] = updates
+        count, observe = updates
+        count()
+        observe(seconds)
 
     def state_changed(self, agent_id: str, state: str) -> None:
-        self._child(self.state_changes, self.agent(agent_id), self.state(state)).inc()
+        inc = self._state_changes.get((agent_id, state))
+        if inc is None:
+            inc = self._bound(self._state_changes, self.state_changes, "inc",
+                              (agent_id, state), (self.agent(agent_id), self.state(state)))
+        inc()
 
     def turn_ended(self, agent_id: str, state: str, seconds: float) -> None:
-        self._child(self.turn_seconds, self.agent(agent_id), self.state(state)).observe(seconds)
+        observe = self._turn_ends.get((agent_id, state))
+        if observe is None:
+            observe = self._bound(self._turn_ends, self.turn_seconds, "observe",
+                                  (agent_id, state), (self.agent(agent_id), self.state(state)))
+        observe(seconds)
 
     def resumed(self, agent_id: str) -> None:
-        self._child(self.resumes, self.agent(agent_id)).inc()
+        inc = self._resumes.get((agent_id,))
+        if inc is None:
+            inc = self._bound(self._resumes, self.resumes, "inc", (agent_id,),
+                              (self.agent(agent_id),))
+        inc()
 
-    def _child(self, series: Any, *labels: str) -> Any:
-        key = (series, labels)
-        child = self._children.get(key)
-        if child is None:
-            child = self._children[key] = series.labels(*labels)
-        return child
+    @staticmethod
+    def _bound(kept: dict[tuple[str, ...], Callable[..., None]], series: Any, update: str,
+               asked: tuple[str, ...], labels: tuple[str, ...]) -> Callable[..., None]:
+        """The series' ``update`` for ``labels``, kept under ``asked`` when those are the
+        label values themselves (an agent not served, an unknown state: not kept)."""
+        bound: Callable[..., None] = getattr(series.labels(*labels), update)
+        if asked == labels:
+            kept[asked] = bound
+        return bound
 
     def admission_wait(self, change: int) -> None:
         """A request started (+1) or stopped (-1) waiting for admission."""

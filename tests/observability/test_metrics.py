@@ -275,3 +275,40 @@ def test_task_series_keep_each_agent_and_state_apart() -> None:
     assert value(series, f"{turns}_sum", agent="b", state="completed") == 4.0
     assert value(series, "llamon_task_resumes_total", agent="b") == 1
     assert value(series, "llamon_task_resumes_total", agent="other") == 1
+
+
+def test_updates_are_kept_only_for_label_values_so_clients_cannot_grow_them() -> None:
+    """Each update's bound ``inc``/``observe`` is kept by the values it was asked with, and only
+    when those are label values themselves: methods, outcomes, agents and states that are not
+    count as ``other`` (``error``) every time and leave nothing behind."""
+    from prometheus_client.exposition import generate_latest
+
+    from llamon_agent.server.metrics import Metrics
+
+    metrics = Metrics(["a"])
+    for n in range(50):
+        metrics.request(f"no/such/method/{n}", "ok", 0.01)
+        metrics.request("message/send", f"weird-{n}", 0.01)
+        metrics.state_changed(f"stranger-{n}", "working")
+        metrics.state_changed("a", f"no-such-state-{n}")
+        metrics.turn_ended(f"stranger-{n}", "completed", 0.1)
+        metrics.resumed(f"nobody-{n}")
+    metrics.request("message/send", "ok", 0.02)
+    metrics.request("message/send", "ok", 0.03)
+    metrics.state_changed("a", "working")
+    kept = (metrics._request_updates, metrics._state_changes, metrics._turn_ends,
+            metrics._resumes)
+    assert [sorted(k) for k in kept] == [[("message/send", "ok")], [("a", "working")], [], []]
+    series = parse_metrics(generate_latest(metrics.registry).decode())
+    assert value(series, "llamon_requests_total", method="other", outcome="ok") == 50
+    assert value(series, "llamon_requests_total", method="message/send", outcome="error") == 50
+    assert value(series, "llamon_requests_total", method="message/send", outcome="ok") == 2
+    assert value(series, "llamon_request_duration_seconds_sum", method="message/send") == (
+        pytest.approx(50 * 0.01 + 0.05))
+    changes = "llamon_task_state_changes_total"
+    assert value(series, changes, agent="other", state="working") == 50
+    assert value(series, changes, agent="a", state="other") == 50
+    assert value(series, changes, agent="a", state="working") == 1
+    assert value(series, "llamon_turn_duration_seconds_count", agent="other",
+                 state="completed") == 50
+    assert value(series, "llamon_task_resumes_total", agent="other") == 50
