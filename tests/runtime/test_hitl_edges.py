@@ -6,6 +6,7 @@ list of outputs, and LangGraph's error for an output it cannot take."""
 from __future__ import annotations
 
 import operator
+from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, TypedDict
 
 import pytest
@@ -29,7 +30,7 @@ class State(TypedDict, total=False):
     result: Any
 
 
-def logger(name: str, out: Any = None):  # noqa: ANN201
+def logger(name: str, out: Any = None) -> Callable[[State], Awaitable[Any]]:
     async def node(state: State) -> Any:
         return {"log": [name]} if out is None else out
 
