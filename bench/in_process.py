@@ -31,6 +31,7 @@ import collections
 import contextlib
 import cProfile
 import pstats
+import re
 import statistics
 import sys
 import tempfile
@@ -67,6 +68,11 @@ GROUPS = (
 
 async def call(app: Any, body: bytes) -> Any:
     """One POST / to the app, as uvicorn would hand it over; the parsed JSON answer."""
+    return orjson.loads(await call_raw(app, body))
+
+
+async def call_raw(app: Any, body: bytes) -> bytes:
+    """One POST / to the app, as uvicorn would hand it over; the answer's bytes."""
     delivered = False
     chunks: list[bytes] = []
 
@@ -90,7 +96,7 @@ async def call(app: Any, body: bytes) -> Any:
         "client": ("127.0.0.1", 40000), "server": ("127.0.0.1", 8000), "state": {},
     }
     await app(scope, receive, send)
-    return orjson.loads(b"".join(chunks))
+    return b"".join(chunks)
 
 
 def task_in_state(answer: Any, expected: str) -> dict[str, Any]:
@@ -100,12 +106,30 @@ def task_in_state(answer: Any, expected: str) -> dict[str, Any]:
     return task
 
 
+#: the head of a blocking ``message/send``'s answer as the server writes it (bench/README.md,
+#: "Speed, round thirty-two"): the task's id, and its state
+_TASK_ANSWER = re.compile(
+    rb'\{"jsonrpc":"2\.0","id":[^,]*,"result":\{"kind":"task","id":"([^"\\]+)",'
+    rb'"contextId":"[^"\\]*","status":\{"state":"([a-z-]+)"')
+
+
+def task_id_in_state(answer: bytes, expected: str) -> str:
+    """The id of the task ``answer`` holds in state ``expected``, read from the answer's head;
+    an answer whose head is not that (an error, another state) is parsed and refused as
+    ``task_in_state`` refuses it. The client's parsing is not the server's work: parsing
+    every answer whole was 0.8% of the instructions counted as the app's."""
+    head = _TASK_ANSWER.match(answer)
+    if head is not None and head.group(2) == expected.encode():
+        return head.group(1).decode()
+    return str(task_in_state(orjson.loads(answer), expected)["id"])
+
+
 async def round_trip(app: Any) -> None:
     context_id = uuid.uuid4().hex
-    asked = task_in_state(await call(app, send_body("hitl", "start", context_id=context_id)),
-                   "input-required")
-    task_in_state(await call(app, send_body("hitl", "an answer", context_id=context_id,
-                                     task_id=asked["id"])), "completed")
+    task_id = task_id_in_state(
+        await call_raw(app, send_body("hitl", "start", context_id=context_id)), "input-required")
+    task_id_in_state(await call_raw(app, send_body("hitl", "an answer", context_id=context_id,
+                                                   task_id=task_id)), "completed")
 
 
 @contextlib.contextmanager
