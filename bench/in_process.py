@@ -117,7 +117,7 @@ def task_id_in_state(answer: bytes, expected: str) -> str:
     """The id of the task ``answer`` holds in state ``expected``, read from the answer's head;
     an answer whose head is not that (an error, another state) is parsed and refused as
     ``task_in_state`` refuses it. The client's parsing is not the server's work: parsing
-    every answer whole was 0.8% of the instructions counted as the app's."""
+    every answer whole was 0.5% of the instructions counted as the app's."""
     head = _TASK_ANSWER.match(answer)
     if head is not None and head.group(2) == expected.encode():
         return head.group(1).decode()
