@@ -49,6 +49,7 @@ def now() -> str:
     (bench/README.md, "Speed, round thirty-two")."""
     global _second
     seconds, millis = divmod(time.time_ns() // 1_000_000, 1000)
-    if _second[0] != seconds:
-        _second = (seconds, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)))
-    return f"{_second[1]}.{millis:03d}Z"
+    second = _second  # read once: another thread may move it to another second meanwhile
+    if second[0] != seconds:
+        second = _second = (seconds, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)))
+    return f"{second[1]}.{millis:03d}Z"

@@ -143,14 +143,12 @@ def _message_bound(message: Message) -> int:
 
 def _new_task_bound(record: StoredTask) -> int:
     """At most the bytes of a new task's row whose one message is short plain text
-    (``_short_first_message``), from its lengths: its ids, its status, its message; and its
+    (``_short_first_message``), from its lengths: its ids, its status, its messages; and its
     server-side facts, encoded (a small object)."""
-    task, history = record.task, record.task.history or []
-    status = task.status
-    if status.message is not None or len(history) != 1:
-        return encoded_size(record)
+    task, status = record.task, record.task.status
     chars = len(task.id) + len(task.context_id) + len(status.timestamp or "")
-    return (_BYTES_PER_CHAR * chars + _FRAME_BYTES + _message_bound(history[0])
+    messages = [*(task.history or []), *([status.message] if status.message else [])]
+    return (_BYTES_PER_CHAR * chars + _FRAME_BYTES + sum(map(_message_bound, messages))
             + extra_size(record))
 
 

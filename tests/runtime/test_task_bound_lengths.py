@@ -99,3 +99,12 @@ async def test_a_new_task_over_the_limit_is_still_refused() -> None:
     with pytest.raises(LimitExceededError) as refused:
         await check_task_bytes(record, Limits(max_task_bytes=4096))
     assert refused.value.data["limit"] == "max_task_bytes"
+
+
+def test_a_new_task_with_a_status_message_counts_it_too() -> None:
+    record = new_task("hi")
+    said = Message(message_id="m2", role="agent", parts=[
+        TextPart(kind="text", text="\x1f" * 3000), DataPart(kind="data", data={"k": "v" * 500})])
+    record.task = record.task.model_copy(
+        update={"status": TaskStatus(state="working", message=said)})
+    assert task_bound._new_task_bound(record) >= encoded_size(record) > 18_000
