@@ -39,6 +39,7 @@ from starlette.routing import Route
 from ..a2a.types import TaskState
 from ..core.ports import HumanReviewPort
 from ..stores.base import TaskStore
+from .loop_metrics import LoopCounter, LoopHistogram
 
 __all__ = ["OTHER", "RPC_METHODS", "Metrics", "metrics_route", "outcome_label", "shared_metrics"]
 
@@ -151,11 +152,16 @@ class Metrics:
         self.name_routes(routes)
         self.registry = CollectorRegistry()
         r = self.registry
-        self.requests = Counter(
+        shared = os.environ.get(MULTIPROC_DIR)
+        # the series every request and turn updates: without a lock in one process
+        # (loop_metrics.py); in a worker, in prometheus-client's files that every worker reads
+        counter: Any = Counter if shared else LoopCounter
+        histogram: Any = Histogram if shared else LoopHistogram
+        self.requests = counter(
             "llamon_requests", "HTTP requests answered, by method (JSON-RPC method or route) "
             "and outcome (ok, a JSON-RPC error code, or an HTTP status)",
             ["method", "outcome"], registry=r)
-        self.request_seconds = Histogram(
+        self.request_seconds = histogram(
             "llamon_request_duration_seconds", "Time to answer a request (a stream: its whole "
             "life), by method", ["method"], buckets=_REQUEST_BUCKETS, registry=r)
         self.tasks = Gauge("llamon_tasks", "Stored tasks by state (read at scrape time)",
@@ -164,13 +170,13 @@ class Metrics:
             "llamon_input_required_oldest_age_seconds", "Seconds since the oldest task waiting "
             "for input (input-required) last changed; 0 when none waits", registry=r,
             multiprocess_mode="mostrecent")
-        self.state_changes = Counter(
+        self.state_changes = counter(
             "llamon_task_state_changes", "Task state changes, by agent and new state",
             ["agent", "state"], registry=r)
-        self.resumes = Counter(
+        self.resumes = counter(
             "llamon_task_resumes", "Graph runs resumed by an answer, a reviewer's decision or "
             "recovery, by agent", ["agent"], registry=r)
-        self.turn_seconds = Histogram(
+        self.turn_seconds = histogram(
             "llamon_turn_duration_seconds", "Duration of one graph run (a turn), by agent and "
             "the state it ended in", ["agent", "state"], buckets=_TURN_BUCKETS, registry=r)
         self.stream_subscribers = Gauge(
@@ -190,7 +196,6 @@ class Metrics:
             "llamon_reviews_pending_oldest_age_seconds", "Seconds since the oldest pending "
             "human review was submitted; 0 when none waits", registry=r,
             multiprocess_mode="mostrecent")
-        shared = os.environ.get(MULTIPROC_DIR)
         if shared:  # a worker: the values above live in files that every worker can read
             self.exposed = CollectorRegistry()
             MultiProcessCollector(self.exposed, path=shared)
