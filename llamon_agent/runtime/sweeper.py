@@ -15,12 +15,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from types import TracebackType
-from typing import Protocol
+from typing import Final, Protocol
 
 from ..core.background import stop_task
 from ..core.clock import Clock, system_clock
 
-__all__ = ["SweepJob", "SweepReport", "Sweeper"]
+__all__ = ["SWEEPER_TASK", "SweepJob", "SweepReport", "Sweeper"]
+
+#: the name of the task that runs the sweeps (tests tell its statements from the requests')
+SWEEPER_TASK: Final = "llamon-sweeper"
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +76,7 @@ class Sweeper:
             return SweepReport(handled, tuple(failed))
 
     async def __aenter__(self) -> Sweeper:
-        self._task = asyncio.create_task(self._loop(), name="llamon-sweeper")
+        self._task = asyncio.create_task(self._loop(), name=SWEEPER_TASK)
         return self
 
     async def __aexit__(self, exc_type: type[BaseException] | None,
