@@ -85,7 +85,8 @@ def commits_counted(monkeypatch: pytest.MonkeyPatch) -> Iterator[Commits]:
 
             def wrapped(self: Any, query: Any, *args: Any, __original: Any = original,
                         **kwargs: Any) -> Any:
-                counted.statement(self.connection, query)
+                if not in_sweeper():
+                    counted.statement(self.connection, query)
                 return __original(self, query, *args, **kwargs)
 
             monkeypatch.setattr(cls, name, wrapped)
@@ -94,7 +95,7 @@ def commits_counted(monkeypatch: pytest.MonkeyPatch) -> Iterator[Commits]:
     enter, leave = psycopg.AsyncPipeline.__aenter__, psycopg.AsyncPipeline.__aexit__
 
     async def pipeline_entered(self: Any) -> Any:
-        if self.level == 0 and id(self._conn) not in counted._open:
+        if self.level == 0 and id(self._conn) not in counted._open and not in_sweeper():
             counted.command(self._conn, "BEGIN")
             self.counted_as_transaction = True
         return await enter(self)
@@ -116,7 +117,8 @@ def commits_counted(monkeypatch: pytest.MonkeyPatch) -> Iterator[Commits]:
     command = psycopg.AsyncConnection._exec_command
 
     def exec_command(self: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
-        counted.command(self, query)
+        if not in_sweeper():
+            counted.command(self, query)
         return (yield from command(self, query, *args, **kwargs))
 
     monkeypatch.setattr(psycopg.AsyncConnection, "_exec_command", exec_command)
@@ -167,7 +169,7 @@ def statements_sent(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
                   **kwargs: Any) -> Any:
             text = query.as_string(None) if hasattr(query, "as_string") else str(query)
             found = word.match(text)
-            if found is not None and not _in_sweeper():
+            if found is not None and not in_sweeper():
                 verb, table = found.groups()
                 sent.append(f"{verb.upper()} {table}" if table else verb.upper())
             return __original(self, query, *args, **kwargs)
@@ -176,7 +178,9 @@ def statements_sent(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     yield sent
 
 
-def _in_sweeper() -> bool:
+def in_sweeper() -> bool:
+    """Whether the running task is the sweeper's: its first sweep runs at start, beside the
+    first requests, and the helpers here count the requests' work only."""
     task = asyncio.current_task()
     return task is not None and task.get_name() == SWEEPER_TASK
 
