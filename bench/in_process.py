@@ -46,7 +46,7 @@ import orjson
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.agents import build_agents
-from bench.hitl_client import send_body
+from bench.hitl_client import fresh_id, send_body
 from bench.langgraph_alone import CLK_TCK, backend_cpu
 from bench.postgres_hitl import redis_pids, redis_prefix, redis_ticks
 
@@ -125,7 +125,7 @@ def task_id_in_state(answer: bytes, expected: str) -> str:
 
 
 async def round_trip(app: Any) -> None:
-    context_id = uuid.uuid4().hex
+    context_id = fresh_id()
     task_id = task_id_in_state(
         await call_raw(app, send_body("hitl", "start", context_id=context_id)), "input-required")
     task_id_in_state(await call_raw(app, send_body("hitl", "an answer", context_id=context_id,

@@ -52,6 +52,7 @@ from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.types import Command
 
 from bench.agents import native_hitl_graph, returning_hitl_graph
+from bench.hitl_client import fresh_id
 
 ANSWER = "an answer"
 
@@ -162,10 +163,10 @@ def _resume_value() -> Callable[[Any, Any], Any]:
 
 
 async def round_trip(graph: Any, durability: str | None, routed: bool) -> None:
-    thread_id = uuid.uuid4().hex
+    thread_id = fresh_id()  # as our side's client draws its ids
     config: dict[str, Any] = {"configurable": {"thread_id": thread_id}}
     kwargs = {"durability": durability} if durability else {}
-    first = {"messages": [HumanMessage(content="start", id=uuid.uuid4().hex)], "thread_id": thread_id}
+    first = {"messages": [HumanMessage(content="start", id=fresh_id())], "thread_id": thread_id}
     out = await graph.ainvoke(first, config, **kwargs)
     if not out.get("__interrupt__"):
         raise RuntimeError(f"expected an interrupt, got {out!r}")
