@@ -66,6 +66,7 @@ from .push_methods import local_origin
 from .quotas import Quotas
 from .rate_limit import RateLimit, TokenBuckets
 from .request_events import RequestEvents, note_error, note_method
+from .rpc_head import rpc_head
 from .sse_stream import error_stream, stream_response
 from .startup import log_startup, log_startup_warning, startup_lines
 from .stream_quota import StreamQuota
@@ -329,13 +330,14 @@ def create_app(
 
     async def rpc(request: Request) -> Response:
         manager: TaskManager = request.app.state.manager
+        head = rpc_head(request)
         try:  # the whole body, before any streaming response starts
-            body = await read_body(request, limits.max_body_bytes)
+            body = await read_body(request, limits.max_body_bytes, head.content_length)
         except PayloadTooLargeError as exc:
             note_error(request.scope, exc.code)
             return _json(jsonrpc.error_body(exc, None), headers=_CLOSE)
         try:
-            call = jsonrpc.parse(body, limits, versions.named_in(request))
+            call = jsonrpc.parse(body, limits, head.a2a_version)
         except jsonrpc.EnvelopeError as exc:
             if exc.method is not None:
                 note_method(request.scope, exc.method)
@@ -351,7 +353,7 @@ def create_app(
                 note_error(request.scope, exc.code)
                 return _json(jsonrpc.error_body(exc, call.id, call.version))
             return _json(jsonrpc.success_body(card, call.id))
-        language = language_of(request.headers.get("accept-language"))
+        language = language_of(head.accept_language)
         if call.method in jsonrpc.STREAMING_METHODS:
             try:  # the open-streams quota: refused before anything is opened or stored
                 return await streams.hold(principal_of(request.scope), lambda: stream_response(

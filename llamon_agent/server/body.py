@@ -23,8 +23,8 @@ def _too_large(limit: int) -> PayloadTooLargeError:
     return PayloadTooLargeError(data={"limit": "max_body_bytes", "max": limit})
 
 
-async def read_body(request: Request, limit: int) -> bytes:
-    declared = request.headers.get("content-length")
+async def read_body(request: Request, limit: int, declared: str | None) -> bytes:
+    """``declared``: the request's ``Content-Length``, as the caller read it."""
     if declared is not None and declared.strip().isdigit() and int(declared) > limit:
         raise _too_large(limit)
     chunks: list[bytes] = []

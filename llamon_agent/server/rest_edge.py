@@ -87,7 +87,8 @@ def validation_response(exc: ValidationError) -> Response:
 async def read_model(request: Request, model: type[Model], limits: Limits) -> Model | Response:
     """The request's body as ``model``, or the error response to send instead."""
     try:
-        raw = await read_body(request, limits.max_body_bytes) or b"null"
+        raw = await read_body(request, limits.max_body_bytes,
+                              request.headers.get("content-length")) or b"null"
         bounds.loads(raw, limits)
     except A2AError as exc:
         return error_response(exc)
