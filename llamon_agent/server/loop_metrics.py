@@ -27,7 +27,7 @@ import time
 from bisect import bisect_left
 from collections.abc import Iterator, Sequence
 from itertools import pairwise
-from typing import Final
+from typing import Final, Generic, TypeVar
 
 from prometheus_client import CollectorRegistry
 from prometheus_client.metrics_core import CounterMetricFamily, Metric
@@ -73,25 +73,37 @@ class _Spread:
         self.sum += amount
 
 
-class _Series(Collector):
+Child = TypeVar("Child", _Count, _Spread)
+
+
+class _Series(Collector, Generic[Child]):
     """What both kinds share: the name, the label names, the children by label values, and
     the registration (the registry asks :meth:`describe` for the names, so a second series
     of the same name is refused as prometheus-client refuses it)."""
 
-    def __init__(self, name: str, documentation: str, labelnames: Sequence[str],
+    def __init__(self, name: str, documentation: str, labelnames: Sequence[str], *,
                  registry: CollectorRegistry) -> None:
         if not labelnames:
             raise ValueError(f"{name}: a loop series needs at least one label")
         self.name = name
         self.documentation = documentation
         self.labelnames = tuple(labelnames)
+        self._children: dict[tuple[str, ...], Child] = {}
         registry.register(self)
 
-    def _check(self, values: tuple[str, ...]) -> tuple[str, ...]:
+    def labels(self, *values: str) -> Child:
+        """The child of these label values, made the first time they are asked for."""
         if len(values) != len(self.labelnames):
             raise ValueError(f"{self.name}: {len(self.labelnames)} label values expected "
                              f"({', '.join(self.labelnames)}), got {len(values)}")
-        return tuple(str(v) for v in values)
+        key = tuple(str(v) for v in values)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = self._new_child()
+        return child
+
+    def _new_child(self) -> Child:
+        raise NotImplementedError
 
     def _family(self) -> Metric:
         raise NotImplementedError
@@ -100,20 +112,11 @@ class _Series(Collector):
         yield self._family()
 
 
-class LoopCounter(_Series):
+class LoopCounter(_Series[_Count]):
     """A labelled counter: ``labels(*values).inc()`` counts one."""
 
-    def __init__(self, name: str, documentation: str, labelnames: Sequence[str], *,
-                 registry: CollectorRegistry) -> None:
-        self._children: dict[tuple[str, ...], _Count] = {}
-        super().__init__(name, documentation, labelnames, registry)
-
-    def labels(self, *values: str) -> _Count:
-        key = self._check(values)
-        child = self._children.get(key)
-        if child is None:
-            child = self._children[key] = _Count()
-        return child
+    def _new_child(self) -> _Count:
+        return _Count()
 
     def _family(self) -> CounterMetricFamily:
         return CounterMetricFamily(self.name, self.documentation, labels=self.labelnames)
@@ -125,7 +128,7 @@ class LoopCounter(_Series):
         yield family
 
 
-class LoopHistogram(_Series):
+class LoopHistogram(_Series[_Spread]):
     """A labelled histogram: ``labels(*values).observe(seconds)``. ``buckets`` are the upper
     bounds, increasing; ``+Inf`` is added."""
 
@@ -137,15 +140,10 @@ class LoopHistogram(_Series):
             raise ValueError(f"{name}: buckets must be increasing numbers")
         self._bounds = bounds
         self._le = [floatToGoString(b) for b in (*bounds, math.inf)]
-        self._children: dict[tuple[str, ...], _Spread] = {}
-        super().__init__(name, documentation, labelnames, registry)
+        super().__init__(name, documentation, labelnames, registry=registry)
 
-    def labels(self, *values: str) -> _Spread:
-        key = self._check(values)
-        child = self._children.get(key)
-        if child is None:
-            child = self._children[key] = _Spread(self._bounds)
-        return child
+    def _new_child(self) -> _Spread:
+        return _Spread(self._bounds)
 
     def _family(self) -> Metric:
         return Metric(self.name, self.documentation, "histogram")
