@@ -128,9 +128,9 @@ _FRAME_BYTES = 512
 def _message_bound(message: Message) -> int:
     """At most the bytes of the message's JSON. A plain-text message (text parts only, no
     metadata, extensions or references: an answer typed by a person) is bounded from its
-    lengths, without encoding it (pydantic's encoding of a short answer is 18,000
-    instructions, 0.2% of a HITL round trip: bench/README.md, "Speed, round thirty-two");
-    any other is encoded."""
+    lengths, without encoding it (with ``_new_task_bound``, two encodings a HITL round trip
+    less and 0.33% of its instructions: bench/README.md, "Speed, round thirty-two"); any other
+    is encoded."""
     if message.metadata or message.extensions or message.reference_task_ids:
         return len(message.to_json())
     chars = len(message.message_id) + len(message.task_id or "") + len(message.context_id or "")

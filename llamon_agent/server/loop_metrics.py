@@ -11,8 +11,7 @@ at a time (the request middleware and the task observer), and a scrape reads the
 (``/metrics`` is an async route). prometheus-client still does everything else: the registry,
 both text formats, the families (:meth:`collect` yields its ``CounterMetricFamily`` and
 ``Metric``), so a scrape shows exactly what its own ``Counter`` and ``Histogram`` show, the
-``_created`` samples included (``PROMETHEUS_DISABLE_CREATED_SERIES`` turns them off, as it does
-prometheus-client's).
+``_created`` samples included, whenever prometheus-client shows its own (below).
 
 Only a server of one process uses them (``Metrics``): in a worker of ``serve --workers N`` each
 value must live in prometheus-client's shared files, so that any worker can answer a scrape
@@ -22,13 +21,13 @@ with the sum of all of them.
 from __future__ import annotations
 
 import math
-import os
 import time
 from bisect import bisect_left
 from collections.abc import Iterator, Sequence
 from itertools import pairwise
-from typing import Final, Generic, TypeVar
+from typing import Generic, TypeVar
 
+import prometheus_client.metrics
 from prometheus_client import CollectorRegistry
 from prometheus_client.metrics_core import CounterMetricFamily, Metric
 from prometheus_client.registry import Collector
@@ -36,9 +35,13 @@ from prometheus_client.utils import floatToGoString
 
 __all__ = ["LoopCounter", "LoopHistogram"]
 
-#: prometheus-client's own switch, read as it reads it
-_CREATED: Final = os.environ.get(
-    "PROMETHEUS_DISABLE_CREATED_SERIES", "False").lower() not in ("true", "1", "t")
+def _shows_created() -> bool:
+    """Whether prometheus-client shows its ``_created`` samples now. Its switch has a public
+    side (``PROMETHEUS_DISABLE_CREATED_SERIES``, ``disable_created_metrics()`` and
+    ``enable_created_metrics()``) but is read only from a private global: read here, the only
+    place, so these series follow every way of turning it (prometheus-client is capped below
+    1 in pyproject.toml)."""
+    return bool(getattr(prometheus_client.metrics, "_use_created", True))
 
 
 class _Count:
@@ -123,8 +126,9 @@ class LoopCounter(_Series[_Count]):
 
     def collect(self) -> Iterator[Metric]:
         family = self._family()
+        created = _shows_created()
         for values, child in self._children.items():
-            family.add_metric(values, child.value, child.created if _CREATED else None)
+            family.add_metric(values, child.value, child.created if created else None)
         yield family
 
 
@@ -150,7 +154,7 @@ class LoopHistogram(_Series[_Spread]):
 
     def collect(self) -> Iterator[Metric]:
         family = self._family()
-        name = self.name
+        name, created = self.name, _shows_created()
         for values, child in self._children.items():
             labels = dict(zip(self.labelnames, values, strict=True))
             total = 0.0
@@ -160,6 +164,6 @@ class LoopHistogram(_Series[_Spread]):
             family.add_sample(f"{name}_count", labels, total)
             if self._bounds[0] >= 0:  # as prometheus-client: no sum beside a negative bucket
                 family.add_sample(f"{name}_sum", labels, child.sum)
-            if _CREATED:
+            if created:
                 family.add_sample(f"{name}_created", labels, child.created)
         yield family

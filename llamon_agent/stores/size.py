@@ -10,7 +10,7 @@ __all__ = ["encoded_size", "extra_size"]
 
 def encoded_size(record: StoredTask) -> int:
     """Bytes of the task (history, artifacts, status) and its server-side extras, encoded."""
-    return len(_codec.encode_task(record)) + len(_codec.encode_extra(record))
+    return len(_codec.encode_task(record)) + extra_size(record)
 
 
 def extra_size(record: StoredTask) -> int:

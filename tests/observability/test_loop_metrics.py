@@ -106,7 +106,26 @@ def test_one_process_counts_without_a_lock_and_a_worker_in_shared_files(
     assert isinstance(shared.turn_seconds, Histogram)
 
 
-def test_created_series_are_left_out_when_prometheus_client_leaves_its_own_out() -> None:
+def test_created_series_follow_prometheus_client_s_switch() -> None:
+    """Turned off and on by prometheus-client's public functions, as its own series are."""
+    from prometheus_client import disable_created_metrics, enable_created_metrics
+
+    registry = CollectorRegistry()
+    LoopCounter("t_c", "h", ["a"], registry=registry).labels("x").inc()
+    LoopHistogram("t_h", "h", ["a"], buckets=(1.0,), registry=registry).labels("x").observe(2)
+    Counter("t_theirs", "h", ["a"], registry=registry).labels("x").inc()
+    shown = generate_latest(registry).decode()
+    assert {"t_c_created", "t_h_created", "t_theirs_created"} <= set(shown.split())
+    disable_created_metrics()
+    try:
+        shown = generate_latest(registry).decode()
+    finally:
+        enable_created_metrics()
+    assert "t_c_total" in shown and "t_h_bucket" in shown and "t_theirs_total" in shown
+    assert "_created" not in shown
+
+
+def test_created_series_are_left_out_by_the_environment_variable() -> None:
     script = (
         "from prometheus_client import CollectorRegistry, Counter, generate_latest\n"
         "from llamon_agent.server.loop_metrics import LoopCounter, LoopHistogram\n"
