@@ -21,8 +21,10 @@ __all__ = [
     "Decision",
     "DecisionType",
     "HumanReviewPort",
+    "PendingSummary",
     "Review",
     "ReviewClosedError",
+    "ReviewCursor",
     "ReviewNotFoundError",
 ]
 
@@ -95,6 +97,28 @@ class Review:
         }
 
 
+@dataclass(frozen=True, order=True)
+class ReviewCursor:
+    """Where a page of pending reviews ended: its last review's ``created`` and ``id`` (the
+    order of ``HumanReviewPort.pending``)."""
+
+    created: str
+    id: str
+
+    @classmethod
+    def after(cls, review: Review) -> ReviewCursor:
+        return cls(review.created, review.id)
+
+
+@dataclass(frozen=True)
+class PendingSummary:
+    """How many reviews are pending, and when the oldest of them was submitted (``None``
+    when none is)."""
+
+    count: int
+    oldest: str | None
+
+
 class HumanReviewPort(Protocol):
     """Where drafts wait for a reviewer. ``submit`` is idempotent per task: a node that runs
     again after a restart finds its review instead of opening a second one."""
@@ -103,7 +127,16 @@ class HumanReviewPort(Protocol):
 
     async def get(self, review_id: str) -> Review: ...
 
-    async def pending(self) -> list[Review]: ...
+    async def pending(self, limit: int, after: ReviewCursor | None = None) -> list[Review]:
+        """Up to ``limit`` pending reviews, the oldest first (by ``created``, then ``id``),
+        from just after ``after``. Always a page: thousands may wait for people, and a
+        reader of them all would hold the event loop (bench/README.md, "Speed, round
+        thirty-four")."""
+        ...
+
+    async def pending_summary(self) -> PendingSummary:
+        """The pending reviews' count and oldest ``created``, without reading them."""
+        ...
 
     async def decide(self, review_id: str, decision: Decision) -> Review:
         """Raises ``ReviewClosedError`` when the review is decided or closed."""
@@ -111,7 +144,7 @@ class HumanReviewPort(Protocol):
 
     async def close_for_task(self, task_id: str, reason: str) -> list[Review]:
         """Close the task's pending reviews (its task ended: ``reason`` says how); they leave
-        ``pending()`` and ``decide`` refuses them. Returns the reviews it closed."""
+        ``pending`` and ``decide`` refuses them. Returns the reviews it closed."""
         ...
 
     async def delete_for_tasks(self, task_ids: Sequence[str]) -> int:

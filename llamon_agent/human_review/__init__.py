@@ -4,7 +4,15 @@ Not to be confused with tool-call approval (``tool_review/``), where the request
 the agent's tool calls: here a separate reviewer decides on a draft the agent produced.
 """
 
-from ..core.ports import Decision, HumanReviewPort, Review, ReviewClosedError, ReviewNotFoundError
+from ..core.ports import (
+    Decision,
+    HumanReviewPort,
+    PendingSummary,
+    Review,
+    ReviewClosedError,
+    ReviewCursor,
+    ReviewNotFoundError,
+)
 from .node import TaskRejected, request_review
 from .port import InMemoryReviewPort, SQLiteReviewPort
 
@@ -12,8 +20,10 @@ __all__ = [
     "Decision",
     "HumanReviewPort",
     "InMemoryReviewPort",
+    "PendingSummary",
     "Review",
     "ReviewClosedError",
+    "ReviewCursor",
     "ReviewNotFoundError",
     "SQLiteReviewPort",
     "TaskRejected",

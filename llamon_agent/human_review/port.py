@@ -7,6 +7,7 @@ Nothing that arrives inside an A2A message can reach ``decide``.
 
 from __future__ import annotations
 
+import bisect
 import sqlite3
 import uuid
 from collections.abc import Callable, Sequence
@@ -19,8 +20,10 @@ from ..core.clock import now
 from ..core.ports import (
     Decision,
     Listener,
+    PendingSummary,
     Review,
     ReviewClosedError,
+    ReviewCursor,
     ReviewNotFoundError,
 )
 
@@ -57,6 +60,8 @@ class InMemoryReviewPort(_Notifying):
         super().__init__()
         self._reviews: dict[str, Review] = {}
         self._by_task: dict[str, str] = {}
+        #: the pending reviews' (created, id), sorted: a page is a slice of it
+        self._waiting: list[tuple[str, str]] = []
 
     async def submit(self, *, task_id: str, context_id: str, agent_id: str, draft: Any) -> Review:
         existing = self._by_task.get(task_id)
@@ -65,7 +70,13 @@ class InMemoryReviewPort(_Notifying):
         review = Review(str(uuid.uuid4()), task_id, context_id, agent_id, draft)
         self._reviews[review.id] = review
         self._by_task[task_id] = review.id
+        bisect.insort(self._waiting, (review.created, review.id))
         return review
+
+    def _stop_waiting(self, review: Review) -> None:
+        at = bisect.bisect_left(self._waiting, (review.created, review.id))
+        if at < len(self._waiting) and self._waiting[at] == (review.created, review.id):
+            del self._waiting[at]
 
     async def get(self, review_id: str) -> Review:
         try:
@@ -73,13 +84,20 @@ class InMemoryReviewPort(_Notifying):
         except KeyError:
             raise ReviewNotFoundError(review_id) from None
 
-    async def pending(self) -> list[Review]:
-        return [r for r in self._reviews.values() if r.status == "pending"]
+    async def pending(self, limit: int, after: ReviewCursor | None = None) -> list[Review]:
+        start = 0 if after is None else bisect.bisect_right(self._waiting,
+                                                             (after.created, after.id))
+        return [self._reviews[key[1]] for key in self._waiting[start:start + limit]]
+
+    async def pending_summary(self) -> PendingSummary:
+        return PendingSummary(len(self._waiting),
+                              self._waiting[0][0] if self._waiting else None)
 
     async def decide(self, review_id: str, decision: Decision) -> Review:
         review = await self.get(review_id)
         if review.status != "pending":
             raise _closed_error(review)
+        self._stop_waiting(review)
         review = replace(review, status="decided", decision=decision, decided=now())
         self._reviews[review_id] = review
         await self._notify(review)
@@ -91,6 +109,7 @@ class InMemoryReviewPort(_Notifying):
         review = self._reviews[latest] if latest is not None else None
         if review is None or review.status != "pending":
             return []
+        self._stop_waiting(review)
         review = replace(review, status="closed", closed=now(), closed_reason=reason)
         self._reviews[review.id] = review
         return [review]
@@ -99,7 +118,7 @@ class InMemoryReviewPort(_Notifying):
         doomed = set(task_ids)
         gone = [r.id for r in self._reviews.values() if r.task_id in doomed]
         for review_id in gone:
-            del self._reviews[review_id]
+            self._stop_waiting(self._reviews.pop(review_id))
         for task_id in doomed:
             self._by_task.pop(task_id, None)
         return len(gone)
@@ -121,13 +140,22 @@ CREATE TABLE IF NOT EXISTS llamon_reviews (
     decided_by TEXT DEFAULT NULL
 );
 CREATE INDEX IF NOT EXISTS llamon_reviews_task ON llamon_reviews (task_id, status);
-CREATE INDEX IF NOT EXISTS llamon_reviews_status ON llamon_reviews (status);
+-- the pending reviews in the order a page lists them, and their count and oldest from the
+-- index alone (the index on status alone of earlier versions made SQLite sort every pending
+-- review for each page; a partial index on (created, id) would not cover the count)
+DROP INDEX IF EXISTS llamon_reviews_status;
+CREATE INDEX IF NOT EXISTS llamon_reviews_by_status ON llamon_reviews (status, created, id);
 """
 _COLUMNS = (
     "id, task_id, context_id, agent_id, draft, status, decision, created, decided, closed,"
     " closed_reason, decided_by"
 )
 _IDS_PER_STATEMENT = 500
+_PENDING_FIRST = (f"SELECT {_COLUMNS} FROM llamon_reviews WHERE status = 'pending'"
+                  " ORDER BY created, id LIMIT ?")
+_PENDING_AFTER = (f"SELECT {_COLUMNS} FROM llamon_reviews WHERE status = 'pending'"
+                  " AND (created, id) > (?, ?) ORDER BY created, id LIMIT ?")
+_PENDING_SUMMARY = "SELECT COUNT(*), MIN(created) FROM llamon_reviews WHERE status = 'pending'"
 #: columns later versions added, for files an earlier version created (their rows keep
 #: working: a decision stored before reviewers had names has ``decidedBy`` null)
 _ADDED_COLUMNS = {"closed": "TEXT", "closed_reason": "TEXT", "decided_by": "TEXT DEFAULT NULL"}
@@ -186,11 +214,17 @@ class SQLiteReviewPort(_Notifying):
             raise ReviewNotFoundError(review_id)
         return _row(row)
 
-    async def pending(self) -> list[Review]:
-        rows = self._conn.execute(
-            f"SELECT {_COLUMNS} FROM llamon_reviews WHERE status = 'pending' ORDER BY created"
-        ).fetchall()
+    async def pending(self, limit: int, after: ReviewCursor | None = None) -> list[Review]:
+        # the index llamon_reviews_by_status holds these in this order
+        if after is None:
+            rows = self._conn.execute(_PENDING_FIRST, (limit,)).fetchall()
+        else:
+            rows = self._conn.execute(_PENDING_AFTER, (after.created, after.id, limit)).fetchall()
         return [_row(r) for r in rows]
+
+    async def pending_summary(self) -> PendingSummary:
+        count, oldest = self._conn.execute(_PENDING_SUMMARY).fetchone()
+        return PendingSummary(count, oldest)
 
     async def decide(self, review_id: str, decision: Decision) -> Review:
         decided = now()

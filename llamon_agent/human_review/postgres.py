@@ -42,10 +42,18 @@ from psycopg_pool import AsyncConnectionPool
 
 from ..core.background import stop_task
 from ..core.clock import now
-from ..core.ports import Decision, Listener, Review, ReviewNotFoundError
+from ..core.ports import (
+    Decision,
+    Listener,
+    PendingSummary,
+    Review,
+    ReviewCursor,
+    ReviewNotFoundError,
+)
 from .port import _closed_error, _Notifying
 
-__all__ = ["DECISION_ORDER", "LISTENER_NAME", "RECONNECT_DELAYS", "SCHEMA", "PostgresReviewPort"]
+__all__ = ["DECISION_ORDER", "LISTENER_NAME", "RECONNECT_DELAYS", "SCHEMA", "WAITING_INDEX",
+           "PostgresReviewPort"]
 
 log = logging.getLogger(__name__)
 
@@ -96,6 +104,21 @@ INSERT INTO llamon_review_decisions (one, last) VALUES (TRUE, 0) ON CONFLICT DO 
 _CHANNEL = (
     "'llamon_reviews_' || left(encode(sha256(convert_to(current_schema(), 'UTF8')), 'hex'), 32)"
 )
+#: pending reviews in code point order (``COLLATE "C"``), as in memory and on SQLite, whatever
+#: the database's collation
+_WAITING_ORDER = 'created COLLATE "C", id COLLATE "C"'
+_PENDING_FIRST = (f"SELECT {_COLUMNS} FROM llamon_reviews WHERE status = 'pending'"
+                  f" ORDER BY {_WAITING_ORDER} LIMIT %s")
+_PENDING_AFTER = (f"SELECT {_COLUMNS} FROM llamon_reviews WHERE status = 'pending'"
+                  f" AND ({_WAITING_ORDER}) > (%s, %s) ORDER BY {_WAITING_ORDER} LIMIT %s")
+_PENDING_SUMMARY = ("SELECT COUNT(*), MIN(created COLLATE \"C\") FROM llamon_reviews"
+                    " WHERE status = 'pending'")
+#: the migration of the pending reviews' pages (``stores/postgres.py``)
+WAITING_INDEX = f"""
+DROP INDEX IF EXISTS llamon_reviews_status;
+CREATE INDEX IF NOT EXISTS llamon_reviews_waiting ON llamon_reviews ({_WAITING_ORDER})
+    WHERE status = 'pending';
+"""
 _PENDING_OF_TASK = f"SELECT {_COLUMNS} FROM llamon_reviews WHERE task_id = %s AND status = 'pending'"
 _INSERT = (
     f"INSERT INTO llamon_reviews ({_COLUMNS})"
@@ -215,11 +238,19 @@ class PostgresReviewPort(_Notifying):
             raise ReviewNotFoundError(review_id)
         return _row(row)
 
-    async def pending(self) -> list[Review]:
-        rows = await self._all(
-            f"SELECT {_COLUMNS} FROM llamon_reviews WHERE status = 'pending' ORDER BY created, id"
-        )
+    async def pending(self, limit: int, after: ReviewCursor | None = None) -> list[Review]:
+        # the partial index llamon_reviews_waiting (a migration of ``stores/postgres.py``)
+        # holds exactly these, in this order
+        if after is None:
+            rows = await self._all(_PENDING_FIRST, (limit,))
+        else:
+            rows = await self._all(_PENDING_AFTER, (after.created, after.id, limit))
         return [_row(r) for r in rows]
+
+    async def pending_summary(self) -> PendingSummary:
+        row = await self._one(_PENDING_SUMMARY, ())
+        assert row is not None  # an aggregate has its row
+        return PendingSummary(row[0], row[1])
 
     async def decide(self, review_id: str, decision: Decision) -> Review:
         if "\x00" in review_id:  # as in ``get``

@@ -21,7 +21,7 @@ from ..core.clock import iso, parse_iso
 from ..core.deadlines import AnswerWith, Cancel, Deadline, Reject
 from ..core.hitl import INTERRUPT_ID
 from ..core.hitl_graph import public_payload
-from ..core.ports import Decision, HumanReviewPort, Review, ReviewClosedError
+from ..core.ports import Decision, HumanReviewPort, Review, ReviewClosedError, ReviewCursor
 from ..errors import A2AError
 from ..stores.base import Expiry, StoredTask, TaskStore, UnreadableRow
 from ..tool_review.payload import is_review_request
@@ -140,17 +140,35 @@ class DraftDeadlineJob:
         self._reviews = reviews
         self._deadline = deadline
         self._cancel = cancel
+        #: where the last sweep stopped in a run of due drafts longer than a batch
+        self._after: ReviewCursor | None = None
 
     async def sweep(self, now: datetime) -> int:
+        """The due drafts, oldest first, at most a batch a sweep. Every draft has the same
+        deadline, so the due ones are the oldest: the walk stops at the first draft not yet
+        due. Most sweeps find none, which the oldest draft alone tells. The next sweep goes on
+        after the last draft this one read, so drafts that stay pending (their task busy)
+        hold up none after them; a walk that reaches a draft not due, or the end, starts
+        over from the oldest at the next sweep."""
         due = iso(now)
         handled = 0
-        for review in await self._reviews.pending():
-            expires_at = draft_expires_at(review, self._deadline)
-            if expires_at is None or expires_at > due:
-                continue
-            if await self._apply(review):
-                handled += 1
-        return handled
+        limit = 1 if self._after is None else BATCH
+        while True:
+            page = await self._reviews.pending(limit, self._after)
+            for review in page:
+                expires_at = draft_expires_at(review, self._deadline)
+                if expires_at is None or expires_at > due:
+                    self._after = None
+                    return handled
+                if await self._apply(review):
+                    handled += 1
+            if len(page) < limit:
+                self._after = None
+                return handled
+            self._after = ReviewCursor.after(page[-1])
+            if limit == BATCH:
+                return handled
+            limit = BATCH
 
     async def _apply(self, review: Review) -> bool:
         then = self._deadline.then

@@ -14,7 +14,14 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from ..core.ports import Decision, HumanReviewPort, Listener, Review
+from ..core.ports import (
+    Decision,
+    HumanReviewPort,
+    Listener,
+    PendingSummary,
+    Review,
+    ReviewCursor,
+)
 from ..stores.base import StoredTask
 
 __all__ = ["SaveTask", "TaskReviews"]
@@ -57,8 +64,11 @@ class TaskReviews:
     async def get(self, review_id: str) -> Review:
         return await self._port.get(review_id)
 
-    async def pending(self) -> list[Review]:
-        return await self._port.pending()
+    async def pending(self, limit: int, after: ReviewCursor | None = None) -> list[Review]:
+        return await self._port.pending(limit, after)
+
+    async def pending_summary(self) -> PendingSummary:
+        return await self._port.pending_summary()
 
     async def decide(self, review_id: str, decision: Decision) -> Review:
         return await self._port.decide(review_id, decision)

@@ -1,6 +1,7 @@
 """The reviewer endpoints of the ``HumanReviewPort``, behind a bearer token.
 
-``GET /reviews`` (pending), ``GET /reviews/{id}``, ``POST /reviews/{id}/decision`` with
+``GET /reviews`` (pending, the oldest first, a page at a time: ``pageSize`` 1 to 100, default
+50, and the ``nextPageToken`` of the previous page as ``pageToken``), ``GET /reviews/{id}``, ``POST /reviews/{id}/decision`` with
 ``{"type": "approve" | "edit" | "reject", "edited": <answer>?, "message": str?}``. A review
 whose task ended (completed, canceled, rejected, failed) before a decision is ``closed``
 (``GET /reviews/{id}`` shows when and why); deciding it, or deciding twice, is 409. Secure by
@@ -12,6 +13,7 @@ the reviewer ``reviewer``); a decision records its reviewer (``decidedBy``) and 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import orjson
@@ -29,12 +31,14 @@ from ..core.ports import (
     HumanReviewPort,
     Review,
     ReviewClosedError,
+    ReviewCursor,
     ReviewNotFoundError,
 )
 from ..runtime.deadlines import draft_expires_at
+from .page_tokens import parts_of, token_of
 from .rest_edge import read_model
 
-__all__ = ["review_routes"]
+__all__ = ["DEFAULT_PAGE", "MAX_PAGE", "PageAsked", "page_asked", "review_routes"]
 
 
 class DecisionBody(BaseModel):
@@ -54,6 +58,47 @@ class DecisionBody(BaseModel):
         if self.type == "edit" and "edited" not in self.model_fields_set:
             raise ValueError("an 'edit' decision needs 'edited' (the corrected answer)")
         return self
+
+
+#: reviews on one page of ``GET /reviews``: by default, and at most
+DEFAULT_PAGE = 50
+MAX_PAGE = 100
+_PAGE_PARAMS = ("pageSize", "pageToken")
+
+
+@dataclass(frozen=True)
+class PageAsked:
+    size: int
+    after: ReviewCursor | None
+
+
+def page_asked(query: list[tuple[str, str]]) -> PageAsked | str:
+    """The page a ``GET /reviews`` query asks for, or what is wrong with the query."""
+    given: dict[str, str] = {}
+    for name, value in query:
+        if name not in _PAGE_PARAMS:
+            return (f"unknown query parameter {name[:40]!r}: GET /reviews takes pageSize and "
+                    "pageToken")
+        if name in given:
+            return f"{name} is given more than once"
+        given[name] = value
+    size = DEFAULT_PAGE
+    if "pageSize" in given:
+        text = given["pageSize"]
+        if not (text.isascii() and text.isdigit() and 1 <= int(text) <= MAX_PAGE):
+            return f"pageSize must be a whole number from 1 to {MAX_PAGE}"
+        size = int(text)
+    after = None
+    if given.get("pageToken"):  # empty: the first page, as the last page's nextPageToken says
+        try:
+            created, review_id = parts_of(given["pageToken"], str, str)
+            if "\x00" in created + review_id:  # ours never hold NUL: no text column can
+                raise ValueError("NUL")
+        except ValueError:
+            return ("pageToken is not a page token of this server (use the nextPageToken of "
+                    "a previous page)")
+        after = ReviewCursor(created, review_id)
+    return PageAsked(size, after)
 
 
 def _json(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
@@ -93,7 +138,16 @@ def review_routes(
     async def pending(request: Request) -> Response:
         if isinstance(denied := reviewer(request), Response):
             return denied
-        return _json({"reviews": [shown(r) for r in await port_of(request).pending()]})
+        asked = page_asked(request.query_params.multi_items())
+        if isinstance(asked, str):
+            return _json({"detail": asked}, 400)
+        # one more than the page: whether another page follows, without a count
+        page = await port_of(request).pending(asked.size + 1, asked.after)
+        following = ""
+        if len(page) > asked.size:
+            del page[asked.size:]
+            following = token_of(page[-1].created, page[-1].id)
+        return _json({"reviews": [shown(r) for r in page], "nextPageToken": following})
 
     async def one(request: Request) -> Response:
         if isinstance(denied := reviewer(request), Response):

@@ -7,13 +7,10 @@ Every v1.0 method but ``ListTasks`` is a v0.3 method under another name with oth
 
 from __future__ import annotations
 
-import base64
-import binascii
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
 from pydantic import BaseModel
 
 from ..a2a import types as v03
@@ -35,6 +32,7 @@ from ..runtime.tasks import TaskManager
 from ..stores.base import TaskCursor, TaskQuery
 from . import push_methods
 from .extended_card import METHOD as EXTENDED_CARD
+from .page_tokens import parts_of, token_of
 
 __all__ = ["LIST_TASKS", "METHODS", "OPERATIONS", "ListTasksParams", "list_tasks", "params_of",
            "result_of"]
@@ -69,7 +67,6 @@ _MODELS: dict[str, type[BaseModel]] = {
 }
 METHODS = frozenset(OPERATIONS)
 _DEFAULT_PAGE = 50
-_MAX_TOKEN = 512  # characters of a page token (ours are under 400)
 
 
 @dataclass(frozen=True)
@@ -184,25 +181,18 @@ _CONVERT: dict[str, Callable[[Any, Limits], Any]] = {
 
 
 def _token_of(cursor: TaskCursor) -> str:
-    raw = orjson.dumps([cursor.updated, cursor.id])
-    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
+    return token_of(cursor.updated, cursor.id)
 
 
 def _cursor_of(token: str) -> TaskCursor:
     """The cursor a page token holds; ``-32602`` for one this server did not write."""
     try:
-        if len(token) > _MAX_TOKEN:
-            raise ValueError("too long")
-        decoded = orjson.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
-        updated, task_id = decoded
-        if isinstance(updated, bool) or not isinstance(updated, (int, float)) \
-                or not isinstance(task_id, str):
-            raise ValueError("not a cursor")
-        return TaskCursor(float(updated), task_id)
-    except (ValueError, TypeError, binascii.Error, orjson.JSONDecodeError):
+        updated, task_id = parts_of(token, float, str)
+    except ValueError:
         raise _invalid("params.pageToken",
                        "not a page token of this server (use the nextPageToken of a "
                        "previous page)") from None
+    return TaskCursor(updated, task_id)
 
 
 # ---------------------------------------------------------------------------- results

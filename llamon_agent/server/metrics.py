@@ -301,15 +301,15 @@ class Metrics:
             self.reviews_oldest.set(0)
             return
         try:
-            pending = await reviews.pending()
+            pending = await reviews.pending_summary()
         except Exception:
             log.warning("metrics: the review port did not answer", exc_info=True)
             self.reviews_pending.set(math.nan)
             self.reviews_oldest.set(math.nan)
             return
-        self.reviews_pending.set(len(pending))
-        created = [t for t in (_unix_time(r.created) for r in pending) if t is not None]
-        self.reviews_oldest.set(_age(now, min(created, default=None)))
+        self.reviews_pending.set(pending.count)
+        oldest = None if pending.oldest is None else _unix_time(pending.oldest)
+        self.reviews_oldest.set(_age(now, oldest))
 
 
 def _age(now: float, since: float | None) -> float:

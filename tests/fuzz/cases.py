@@ -21,6 +21,8 @@ method's mutations already hit.
 
 from __future__ import annotations
 
+import base64
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -349,6 +351,43 @@ def hostile_review_id() -> st.SearchStrategy[str]:
         "0" * 32, "..", "%2e%2e", "x" * 5000, "\u202e", "\U0001f600", "\x00", " ", "review?x=1",
         "null", "...", "%00", "\ud7ff\ue000",
     ])
+
+
+#: what a ``GET /reviews`` query names: its two parameters, and neighbours of them
+LISTING_NAMES = ["pageSize", "pageToken", "page_size", "PAGESIZE", "pageToken[]", ""]
+
+
+def listing_query(tokens: list[str]) -> st.SearchStrategy[list[tuple[str, str]]]:
+    """A ``GET /reviews`` query: half of them a page the server serves (a size, and a page
+    token it gave, from ``tokens``), the rest any names with values of every kind: sizes out
+    of range, the tokens cut or changed, tokens of other shapes, any text. ``tokens`` is the
+    run's list, read at each draw."""
+
+    def token(value: Any) -> str:
+        return base64.urlsafe_b64encode(json.dumps(value).encode()).rstrip(b"=").decode()
+
+    # an index into the tokens given so far, not a choice among them: the list grows during
+    # a run, and a strategy's shape must not change with it
+    given = st.integers(0, 99).map(lambda i: tokens[i % len(tokens)] if tokens else "")
+    # what no listing of ours writes: NUL (no text column holds it), other kinds, other shapes
+    foreign = st.sampled_from([token(["\x00", ""]), token(["2026-12-07T00:00:00.000Z", "\x00"]),
+                               token([1, "x"]), token(["x"]), token(["", ""]), token({})])
+    served = st.tuples(st.integers(1, 4).map(str),
+                       st.one_of(st.just(""), given, given, foreign)).map(
+        lambda pair: [("pageSize", pair[0]), ("pageToken", pair[1])])
+    value = st.one_of(
+        st.integers(-5, 205).map(str),
+        st.sampled_from(["", "1e2", "0x10", " 5", "5 ", "+5", "\u0663", "50.0", "9" * 40]),
+        given,
+        foreign,
+        given.map(lambda t: t[:-1]),
+        given.map(lambda t: t[:5] + ("A" if t[5:6] != "A" else "B") + t[6:]),
+        st.lists(st.one_of(st.text(max_size=20), st.integers(), st.floats(allow_nan=False),
+                           st.none(), st.booleans()), max_size=3).map(token),
+        st.text(max_size=60),
+    )
+    name = st.one_of(st.sampled_from(LISTING_NAMES), st.text(max_size=12))
+    return st.one_of(served, st.lists(st.tuples(name, value), max_size=3))
 
 
 def mutate_body(body: Any) -> st.SearchStrategy[tuple[Any, list[Mutation]]]:

@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 import schemathesis
 from hypothesis import strategies as st
@@ -189,6 +189,37 @@ def decision_case(served: Served, reviews: Reviews, drawn: tuple[Any, str], targ
         if review_id in reviews.pending:
             reviews.pending.remove(review_id)
             reviews.decided.append(review_id)
+    served.scene.healthy()
+
+
+@dataclass
+class Listing:
+    """The page tokens ``GET /reviews`` gave in one run (a later case sends them back)."""
+
+    tokens: list[str] = field(default_factory=list)
+
+
+def listing_case(served: Served, listing: Listing, query: list[tuple[str, str]], auth: str,
+                 stats: Stats) -> None:
+    """One ``GET /reviews``: a page of pending reviews (at most the size asked, each pending,
+    and a ``nextPageToken``), or a JSON refusal saying what is wrong; never a 5xx."""
+    headers = {"token": AUTH, "none": {}, "wrong": {"Authorization": "Bearer nope"}}[auth]
+    path = f"/reviews?{urlencode(query)}" if query else "/reviews"
+    reply = served.wire.request("GET", path, None, headers)
+    answer = check_rest(reply, path.encode(), stats, path)
+    if reply.status != 200:
+        assert reply.status in (400, 401) and set(answer) == {"detail"}, (path, answer)
+        assert isinstance(answer["detail"], str) and answer["detail"], (path, answer)
+        stats.kinds[f"refused {reply.status}"] += 1
+        return
+    assert auth == "token", (path, answer)
+    assert set(answer) == {"reviews", "nextPageToken"}, (path, answer)
+    sizes = [int(v) for name, v in query if name == "pageSize"]
+    assert len(answer["reviews"]) <= (sizes[0] if sizes else 50), (path, answer)
+    assert all(r["status"] == "pending" for r in answer["reviews"]), (path, answer)
+    if answer["nextPageToken"]:
+        listing.tokens.append(answer["nextPageToken"])
+    stats.kinds["listed"] += 1
     served.scene.healthy()
 
 

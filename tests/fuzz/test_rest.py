@@ -18,7 +18,12 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from .cases import KNOWN_DECISIONS, decision_bodies, hostile_review_id
+from .cases import (
+    KNOWN_DECISIONS,
+    decision_bodies,
+    hostile_review_id,
+    listing_query,
+)
 from .checks import every_task_reads_back, new_stats
 from .conftest import examples
 from .drive import (
@@ -26,6 +31,7 @@ from .drive import (
     CONTEXT_TARGETS,
     REVIEW_TARGETS,
     Contexts,
+    Listing,
     Reviews,
     Served,
     context_case,
@@ -33,6 +39,7 @@ from .drive import (
     hitl_case,
     hitl_cases,
     hitl_operation,
+    listing_case,
 )
 
 
@@ -66,6 +73,25 @@ def test_review_decisions(served: Served) -> None:
     @known
     def one(drawn: tuple[Any, str], target: str, hostile_id: str, auth: str) -> None:
         decision_case(served, reviews, drawn, target, hostile_id, auth, stats)
+
+    one()
+    stats.stored = every_task_reads_back(served.scene.rpc, served.db)
+
+
+def test_review_listing(served: Served) -> None:
+    stats = new_stats(f"GET /reviews?pageSize=&pageToken= [{served.wire.name}]")
+    listing = Listing()
+    for _ in range(3):  # more than a page of 1 or 2: tokens to send back
+        served.scene.parked_review()
+
+    @settings(max_examples=examples(80))
+    @given(auth=st.sampled_from(AUTHS), data=st.data())
+    @example(auth="token", data=None)
+    def one(auth: str, data: st.DataObject | None) -> None:
+        # the example: a page of one, whose token later cases send back
+        query = ([("pageSize", "1")] if data is None
+                 else data.draw(listing_query(listing.tokens), label="query"))
+        listing_case(served, listing, query, auth, stats)
 
     one()
     stats.stored = every_task_reads_back(served.scene.rpc, served.db)

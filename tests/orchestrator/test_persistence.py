@@ -69,7 +69,7 @@ async def test_a_decision_taken_while_the_server_is_down_is_applied_at_start(
 
     async with open_storage(db) as down:  # the server's database, while no server runs
         port = down.reviews
-        assert [r.id for r in await port.pending()] == [review_id]
+        assert [r.id for r in await port.pending(100)] == [review_id]
         decided = await port.decide(review_id, Decision("reject", message="서버 중지 중 반려"))
         assert decided.status == "decided"
 

@@ -93,7 +93,7 @@ def _failing_while_reviewed(opened: list[str]) -> Agent:
         served = run_context(config)
         assert served is not None and served.reviews is not None
         for _ in range(500):  # until the other branch's review is open
-            mine = [r.id for r in await served.reviews.pending()
+            mine = [r.id for r in await served.reviews.pending(100)
                     if r.task_id == served.task_id]
             if mine:
                 opened.extend(mine)
@@ -193,7 +193,7 @@ def _watched_review(opened: asyncio.Event, go_on: asyncio.Event, task_ids: list[
         served = run_context(config)
         assert served is not None and served.reviews is not None and served.task_id
         for _ in range(500):
-            if any(r.task_id == served.task_id for r in await served.reviews.pending()):
+            if any(r.task_id == served.task_id for r in await served.reviews.pending(100)):
                 task_ids.append(served.task_id)
                 opened.set()
                 await go_on.wait()

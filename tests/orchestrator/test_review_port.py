@@ -5,7 +5,7 @@ in tests/stores/test_review_port_postgres.py)."""
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,32 +14,14 @@ import pytest
 from llamon_agent.human_review import (
     Decision,
     HumanReviewPort,
-    InMemoryReviewPort,
     Review,
     ReviewClosedError,
     ReviewNotFoundError,
     SQLiteReviewPort,
 )
 from llamon_agent.stores.sqlite import connect
-from llamon_agent.stores.storage import open_storage
 
 DRAFT = {"decision": "approve", "risk": "low", "amount": 50000.0, "intent": "대출 심사"}
-
-
-@pytest.fixture(params=["memory", "sqlite", "postgres"])
-async def port(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[HumanReviewPort]:
-    if request.param == "memory":
-        yield InMemoryReviewPort()
-        return
-    if request.param == "postgres":
-        async with open_storage(request.getfixturevalue("postgres_url")) as storage:
-            yield storage.reviews
-        return
-    conn = connect(str(tmp_path / "reviews.sqlite3"))
-    try:
-        yield SQLiteReviewPort(conn)
-    finally:
-        conn.close()
 
 
 async def submit(port: HumanReviewPort, task: str = "task-1", draft: Any = DRAFT) -> Review:
@@ -87,17 +69,17 @@ async def test_submit_is_idempotent_per_task_while_pending(port: HumanReviewPort
     assert again.draft == DRAFT
     other = await submit(port, task="task-2")
     assert other.id != first.id
-    assert sorted(r.id for r in await port.pending()) == sorted([first.id, other.id])
+    assert sorted(r.id for r in await port.pending(100)) == sorted([first.id, other.id])
 
 
 async def test_pending_lists_only_undecided_reviews(port: HumanReviewPort) -> None:
-    assert await port.pending() == []
+    assert await port.pending(100) == []
     a = await submit(port, "a")
     b = await submit(port, "b")
     c = await submit(port, "c")
     await port.decide(b.id, Decision("reject", message="no"))
-    assert sorted(r.id for r in await port.pending()) == sorted([a.id, c.id])
-    assert all(r.status == "pending" for r in await port.pending())
+    assert sorted(r.id for r in await port.pending(100)) == sorted([a.id, c.id])
+    assert all(r.status == "pending" for r in await port.pending(100))
 
 
 @pytest.mark.parametrize(
@@ -187,7 +169,7 @@ async def test_sqlite_reviews_survive_a_new_connection(tmp_path: Path) -> None:
     conn = sqlite3.connect(path)
     try:
         port = SQLiteReviewPort(conn)
-        assert [r.id for r in await port.pending()] == [pending.id]
+        assert [r.id for r in await port.pending(100)] == [pending.id]
         assert (await port.get(pending.id)).draft == DRAFT
         assert (await port.get(decided.id)).decision == Decision("edit", edited=[1, "둘"])
         # still idempotent for the pending task after reopening
@@ -214,7 +196,7 @@ async def test_close_for_task_closes_only_that_tasks_pending_reviews(port: Human
     assert stored.to_json()["status"] == "closed"
     assert stored.to_json()["closedReason"] == "the task was canceled"
     assert stored.to_json()["closed"] == stored.closed
-    assert [r.id for r in await port.pending()] == [other.id]
+    assert [r.id for r in await port.pending(100)] == [other.id]
 
     with pytest.raises(ReviewClosedError) as info:
         await port.decide(waiting.id, Decision("approve"))

@@ -112,7 +112,7 @@ async def test_the_scheme_is_case_insensitive() -> None:
     async with serve_loan() as h:
         response = await h.http.get("/reviews", headers={"Authorization": "bearer t"})
         assert response.status_code == 200
-        assert response.json() == {"reviews": []}
+        assert response.json() == {"reviews": [], "nextPageToken": ""}
 
 
 async def test_the_token_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -120,7 +120,7 @@ async def test_the_token_comes_from_the_environment(monkeypatch: pytest.MonkeyPa
     async with serve_loan(reviewer_token=None) as h:
         ok = await h.http.get("/reviews", headers={"Authorization": "Bearer from-env"})
         assert ok.status_code == 200
-        assert ok.json() == {"reviews": []}
+        assert ok.json() == {"reviews": [], "nextPageToken": ""}
         wrong = await h.http.get("/reviews", headers=AUTH)
         assert wrong.status_code == 401
 

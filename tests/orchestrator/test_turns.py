@@ -101,7 +101,7 @@ async def test_the_human_review_notice_flow_completes_with_no_resume_point_and_n
         ]
         assert await h.resume_point(task["contextId"]) is None
         assert await h.reviews() == []
-        assert (await h.app.state.reviews.pending()) == []
+        assert (await h.app.state.reviews.pending(100)) == []
 
         # the next message on the context is a new task, not an answer
         again = await h.client.send("또 문의", context_id=task["contextId"])

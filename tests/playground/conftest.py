@@ -87,6 +87,15 @@ def keyed_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         yield server
 
 
+@pytest.fixture(scope="module")
+def reviews_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """The example agents with a reviewer token, for a test that parks more drafts than a
+    page of the reviewer view holds."""
+    with serving(TARGET, tmp_path_factory.mktemp("playground-reviews"),
+                 env={"LLAMON_REVIEWER_TOKEN": REVIEWER_TOKEN}) as server:
+        yield server
+
+
 @dataclass
 class Watch:
     """What the browser reported while a test ran: console errors, script errors, requests."""
@@ -153,6 +162,12 @@ def open_session(browser: Any, request: pytest.FixtureRequest, server: Server) -
 def session(browser: Any, example_server: Server,
             request: pytest.FixtureRequest) -> Iterator[Session]:
     yield from open_session(browser, request, example_server)
+
+
+@pytest.fixture
+def reviews_session(browser: Any, reviews_server: Server,
+                    request: pytest.FixtureRequest) -> Iterator[Session]:
+    yield from open_session(browser, request, reviews_server)
 
 
 @pytest.fixture

@@ -373,3 +373,51 @@ def test_a_new_context_stops_following_a_task_that_waits_for_a_reviewer(
         "Failed to load resource: the server responded with a status of 401 (Unauthorized)"]
     session.watch.console_errors.clear()
     _assert_clean(session)
+
+
+def _park_drafts(base_url: str, count: int) -> None:
+    """``count`` low-risk loans, each a draft waiting for a reviewer (non-blocking sends: a
+    blocking one would wait ``review_wait`` for the reviewer)."""
+    with httpx.Client(base_url=base_url, timeout=30) as http:
+        for i in range(count):
+            reply = http.post("/", json={"jsonrpc": "2.0", "id": i, "method": "message/send",
+                                         "params": {
+                "message": {"kind": "message", "role": "user", "messageId": f"park-{i}",
+                            "parts": [{"kind": "data", "data": {
+                                "applicant": f"Lee {i}", "amount": 50000, "income": 20000}}]},
+                "metadata": {"agentId": "loan"}, "configuration": {"blocking": False}}})
+            assert "result" in reply.json(), reply.text
+        deadline = time.monotonic() + 30
+        while True:
+            listed = http.get("/reviews?pageSize=100",
+                              headers={"Authorization": f"Bearer {REVIEWER_TOKEN}"}).json()
+            if len(listed["reviews"]) == count:
+                return
+            assert time.monotonic() < deadline, f"{len(listed['reviews'])} of {count} parked"
+            time.sleep(0.05)
+
+
+def test_the_reviewer_view_pages_through_the_drafts(reviews_session: Session) -> None:
+    session = reviews_session
+    page, shot = session.page, session.shot
+    _park_drafts(session.base_url, 21)  # a page of the view holds 20
+    session.open()
+    page.fill("#reviewer-token", REVIEWER_TOKEN)
+    page.click("#reviews-load")
+    drafts = page.locator("#reviews li.draft")
+    expect(drafts).to_have_count(20)
+    expect(drafts.first.locator(".draft-body")).to_contain_text("approve")
+    shot("first-page")
+    page.click("#reviews-more")
+    expect(drafts).to_have_count(21)
+    expect(page.locator("#reviews-more")).to_have_count(0)
+    shot("second-page")
+    listed = [r for r in session.watch.requests if "/reviews?" in r]
+    assert "pageToken=" not in listed[0] and "pageSize=20" in listed[0]
+    assert "pageToken=" in listed[1] and "pageSize=20" in listed[1]
+    # deciding one reloads the view from the first page: the 20 left fit it
+    drafts.first.locator("button", has_text="Approve draft").click()
+    expect(drafts).to_have_count(20)
+    expect(page.locator("#reviews-more")).to_have_count(0)
+    shot("decided-one")
+    _assert_clean(session)

@@ -231,7 +231,7 @@ async def test_a_task_parked_for_its_reviewer_is_left_as_stored_by_other_replica
             assert now is not None
             assert now.event_seq == parked.event_seq
             assert now.task.to_json() == parked.task.to_json()
-            [review] = await port.pending()
+            [review] = await port.pending(100)
             await port.decide(review.id, Decision("approve"))
             await until_stored(storage, task.id, "completed")
         done = await storage.tasks.get(task.id)

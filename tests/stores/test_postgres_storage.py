@@ -38,7 +38,7 @@ async def test_the_pool_is_closed_on_the_way_out_also_when_the_body_fails(
     assert await _connections(postgres_url) == idle
     with pytest.raises(RuntimeError, match="the app failed"):
         async with open_storage(postgres_url) as storage:
-            await storage.reviews.pending()
+            await storage.reviews.pending(100)
             raise RuntimeError("the app failed")
     assert await _connections(postgres_url) == idle
 

@@ -21,7 +21,7 @@ async def test_submit_is_idempotent_per_task_across_servers(postgres_url: str) -
             for i, port in enumerate([a.reviews, b.reviews] * 10)
         ))
         assert len({r.id for r in reviews}) == 1
-        assert [r.id for r in await b.reviews.pending()] == [reviews[0].id]
+        assert [r.id for r in await b.reviews.pending(100)] == [reviews[0].id]
         decided = await b.reviews.decide(reviews[0].id, Decision("approve", by="alice"))
         seen = await a.reviews.get(reviews[0].id)
         assert seen == decided and seen.decided_by == "alice"

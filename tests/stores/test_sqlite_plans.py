@@ -25,7 +25,7 @@ from bench.in_process import round_trip
 from llamon_agent import create_app
 from llamon_agent.a2a.types import PushNotificationConfig, Task, TaskStatus
 from llamon_agent.core.deadlines import Reject
-from llamon_agent.core.ports import Decision
+from llamon_agent.core.ports import Decision, ReviewCursor
 from llamon_agent.stores import storage as storage_module
 from llamon_agent.stores.base import Expiry, StoredTask, TaskCursor, TaskQuery
 from llamon_agent.stores.push_base import DeliveryKey, Outcome
@@ -71,8 +71,12 @@ ALLOWED: tuple[tuple[str, tuple[str, ...], str], ...] = (
      "one task's push configs (at most max_configs) sorted"),
     (r"FROM llamon_push_deliveries WHERE task_id = \? ORDER BY seq, config_id$",
      ("TEMP B-TREE",), "one task's deliveries sorted"),
-    (r"FROM llamon_reviews WHERE status = \? ORDER BY created$", ("SEARCH", "TEMP B-TREE"),
-     "the pending reviews (GET /reviews lists them all) sorted"),
+    (r"FROM llamon_reviews WHERE status = \?( AND \(created, id\) > \(\?\))?"
+     r" ORDER BY created, id LIMIT \?$", ("SEARCH llamon_reviews USING INDEX llamon_reviews_by_status",),
+     "a page of pending reviews in the index's order: stops after the page"),
+    (r"^SELECT COUNT\(\*\), MIN\(created\) FROM llamon_reviews WHERE status = \?$",
+     ("SEARCH llamon_reviews USING COVERING INDEX llamon_reviews_by_status (status=?)",),
+     "/metrics' pending reviews: every pending review's index entry, no row read"),
     (r"^SELECT COUNT\(\*\), COUNT\(DISTINCT context_id\) FROM llamon_tasks",
      ("SEARCH", "TEMP B-TREE"), "the prune command's count (llamon prune, not the server)"),
     (r"^SELECT COUNT\(DISTINCT t\.context_id\) FROM llamon_tasks t", ("SEARCH", "TEMP B-TREE"),
@@ -173,7 +177,9 @@ async def exercise(app: Any) -> None:
     await push.delete_context("ctx-a")
     review = await reviews.submit(task_id="due", context_id="ctx-a", agent_id="hitl", draft={})
     await reviews.get(review.id)
-    await reviews.pending()
+    first = await reviews.pending(100)
+    await reviews.pending(1, ReviewCursor.after(first[0]))
+    await reviews.pending_summary()
     await reviews.decide(review.id, Decision("approve", by="ann"))
     await reviews.close_for_task("due", "ended")
     await reviews.delete_for_tasks(["due"])

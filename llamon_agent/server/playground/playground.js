@@ -645,6 +645,8 @@
 
   // ------------------------------------------------------------------ reviewer view
 
+  const REVIEWS_PER_PAGE = 20;
+
   function reviewerHeaders() {
     return { Authorization: `Bearer ${memory.reviewerToken}`, Accept: "application/json" };
   }
@@ -658,17 +660,38 @@
       return;
     }
     $("reviewer-token").placeholder = "a token is kept in this page's memory";
-    const response = await request("/reviews", { headers: reviewerHeaders() });
+    const list = $("reviews");
+    list.replaceChildren();
+    await appendReviews(list, "");
+  }
+
+  // One page of GET /reviews (the oldest drafts first); a button asks for the next one.
+  async function appendReviews(list, pageToken) {
+    const query = new URLSearchParams({ pageSize: String(REVIEWS_PER_PAGE) });
+    if (pageToken) query.set("pageToken", pageToken);
+    const path = `/reviews?${query}`;
+    const response = await request(path, { headers: reviewerHeaders() });
     if (!response.ok) {
       if (response.status === 401) memory.reviewerToken = null;
       throw new ShownError(`Reviews (GET /reviews): ${await describeHttp(response)}`);
     }
     const body = await readJson(response);
     const reviews = body && Array.isArray(body.reviews) ? body.reviews : [];
-    const list = $("reviews");
-    list.replaceChildren();
-    if (reviews.length === 0) list.append(el("li", { className: "hint", text: "No draft waits for a reviewer." }));
+    if (reviews.length === 0 && !pageToken) list.append(el("li", { className: "hint", text: "No draft waits for a reviewer." }));
     for (const review of reviews) list.append(reviewItem(review));
+    const next = body && typeof body.nextPageToken === "string" ? body.nextPageToken : "";
+    if (!next) return;
+    const more = el("button", { type: "button", id: "reviews-more" }, "Show more drafts");
+    const holder = el("li", { className: "hint" }, more);
+    more.addEventListener("click", async () => {
+      holder.remove();
+      try {
+        await appendReviews(list, next);
+      } catch (err) {
+        report(err);
+      }
+    });
+    list.append(holder);
   }
 
   function reviewItem(review) {
