@@ -10,7 +10,7 @@ from __future__ import annotations
 import bisect
 import sqlite3
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -172,6 +172,11 @@ def _row(row: tuple[Any, ...]) -> Review:
     )
 
 
+def _pending_summary(conn: sqlite3.Connection) -> tuple[int, str | None]:
+    count, oldest = conn.execute(_PENDING_SUMMARY).fetchone()
+    return count, oldest
+
+
 def _migrate(conn: sqlite3.Connection) -> None:
     present = {row[1] for row in conn.execute("PRAGMA table_info(llamon_reviews)")}
     for name, kind in _ADDED_COLUMNS.items():
@@ -179,12 +184,23 @@ def _migrate(conn: sqlite3.Connection) -> None:
             conn.execute(f"ALTER TABLE llamon_reviews ADD COLUMN {name} {kind}")
 
 
-class SQLiteReviewPort(_Notifying):
-    """Reviews in the server's SQLite file, so a waiting review survives a restart."""
+#: runs a read on another connection to the same file, off the event loop (the storage's
+#: worker thread, ``stores/offload.py``)
+ReadOffLoop = Callable[[Callable[[sqlite3.Connection], Any]], Awaitable[Any]]
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
+
+class SQLiteReviewPort(_Notifying):
+    """Reviews in the server's SQLite file, so a waiting review survives a restart.
+
+    Statements run inline on ``conn``; the one whose cost grows with the reviews waiting
+    (``pending_summary``, every pending review's index entry, at each scrape of ``/metrics``)
+    runs through ``read_off_loop`` when given, so the loop keeps serving while it counts."""
+
+    def __init__(self, conn: sqlite3.Connection, *,
+                 read_off_loop: ReadOffLoop | None = None) -> None:
         super().__init__()
         self._conn = conn
+        self._read_off_loop = read_off_loop
         conn.executescript(_SCHEMA)
         _migrate(conn)
         conn.commit()
@@ -223,7 +239,10 @@ class SQLiteReviewPort(_Notifying):
         return [_row(r) for r in rows]
 
     async def pending_summary(self) -> PendingSummary:
-        count, oldest = self._conn.execute(_PENDING_SUMMARY).fetchone()
+        if self._read_off_loop is None:
+            count, oldest = _pending_summary(self._conn)
+        else:
+            count, oldest = await self._read_off_loop(_pending_summary)
         return PendingSummary(count, oldest)
 
     async def decide(self, review_id: str, decision: Decision) -> Review:

@@ -15,9 +15,9 @@ write holds the gate while it runs. (The review port's rare small writes do not 
 one waits in the busy handler until the large write ends.) Reads never wait: in WAL mode a
 reader sees the last committed state.
 
-A read whose cost grows with the stored rows (the tasks by state, read at every scrape of
-``/metrics``: every stored task) runs in the same thread (``read``), so the loop keeps serving
-while it scans.
+A read whose cost grows with the stored rows (the tasks by state and the pending reviews'
+count, read at every scrape of ``/metrics``: every stored task, every pending review's index
+entry) runs in the same thread (``read``), so the loop keeps serving while it scans.
 """
 
 from __future__ import annotations

@@ -93,5 +93,6 @@ async def open_storage(db: str, *, pool_size: int = DEFAULT_DB_POOL_SIZE
         saver = InlineSqliteSaver(conn, offload=offload)
         saver.setup()
         tasks = SQLiteTaskStore(conn, offload=offload)  # first: the push store joins its table
-        yield Storage(tasks=tasks, checkpointer=saver, reviews=SQLiteReviewPort(conn), db=db,
+        reviews = SQLiteReviewPort(conn, read_off_loop=offload.read)
+        yield Storage(tasks=tasks, checkpointer=saver, reviews=reviews, db=db,
                       push=SQLitePushStore(conn, offload=offload))

@@ -6,7 +6,10 @@ sweep) reading what they need (bench/README.md, "Speed, round thirty-four")."""
 from __future__ import annotations
 
 import base64
+import sqlite3
+import threading
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -26,8 +29,10 @@ from llamon_agent.human_review import (
     ReviewClosedError,
     ReviewCursor,
 )
+from llamon_agent.human_review import port as review_port
 from llamon_agent.runtime.deadlines import BATCH, DraftDeadlineJob
 from llamon_agent.server.human_review_rest import DEFAULT_PAGE, MAX_PAGE, PageAsked, page_asked
+from llamon_agent.stores.storage import open_storage
 
 TOKEN = "t"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -252,3 +257,20 @@ async def test_metrics_count_every_pending_review_past_a_page() -> None:
         text = (await http.get("/metrics")).text
     assert "llamon_reviews_pending 129.0" in text
     assert port.read == []  # counted, not read
+
+
+async def test_sqlite_counts_the_pending_reviews_in_the_storage_worker_thread(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    threads: list[str] = []
+    count = review_port._pending_summary
+
+    def traced(conn: sqlite3.Connection) -> tuple[int, str | None]:
+        threads.append(threading.current_thread().name)
+        return count(conn)
+
+    monkeypatch.setattr(review_port, "_pending_summary", traced)
+    async with open_storage(str(tmp_path / "reviews.sqlite3")) as storage:
+        reviews = await submit_many(storage.reviews, 3)
+        summary = await storage.reviews.pending_summary()
+    assert summary == PendingSummary(3, min(r.created for r in reviews))
+    assert len(threads) == 1 and threads[0].startswith("llamon-sqlite-writer"), threads
