@@ -26,6 +26,7 @@ __all__ = [
     "ReviewClosedError",
     "ReviewCursor",
     "ReviewNotFoundError",
+    "UnreadableReviewError",
 ]
 
 DecisionType = Literal["approve", "edit", "reject"]
@@ -34,6 +35,17 @@ Listener = Callable[["Review"], Awaitable[None]]
 
 class ReviewNotFoundError(LlamonError):
     """No review with that id."""
+
+
+class UnreadableReviewError(LlamonError):
+    """A stored review this server cannot decode (its draft or its decision): an error for that
+    review only. A listing of pending reviews leaves it out (and logs it), a decision on it is
+    refused before anything is written, and closing its task closes it."""
+
+    def __init__(self, review_id: str, reason: str) -> None:
+        super().__init__(f"review {review_id} is stored in a form this server cannot read")
+        self.review_id = review_id
+        self.reason = reason
 
 
 class ReviewClosedError(LlamonError):

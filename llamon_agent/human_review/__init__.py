@@ -12,6 +12,7 @@ from ..core.ports import (
     ReviewClosedError,
     ReviewCursor,
     ReviewNotFoundError,
+    UnreadableReviewError,
 )
 from .node import TaskRejected, request_review
 from .port import InMemoryReviewPort, SQLiteReviewPort
@@ -27,5 +28,6 @@ __all__ = [
     "ReviewNotFoundError",
     "SQLiteReviewPort",
     "TaskRejected",
+    "UnreadableReviewError",
     "request_review",
 ]

@@ -8,6 +8,7 @@ Nothing that arrives inside an A2A message can reach ``decide``.
 from __future__ import annotations
 
 import bisect
+import logging
 import sqlite3
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
@@ -25,9 +26,12 @@ from ..core.ports import (
     ReviewClosedError,
     ReviewCursor,
     ReviewNotFoundError,
+    UnreadableReviewError,
 )
 
-__all__ = ["InMemoryReviewPort", "SQLiteReviewPort"]
+__all__ = ["InMemoryReviewPort", "SQLiteReviewPort", "readable_page", "review_of_row"]
+
+log = logging.getLogger(__name__)
 
 
 
@@ -161,15 +165,47 @@ _PENDING_SUMMARY = "SELECT COUNT(*), MIN(created) FROM llamon_reviews WHERE stat
 _ADDED_COLUMNS = {"closed": "TEXT", "closed_reason": "TEXT", "decided_by": "TEXT DEFAULT NULL"}
 
 
-def _row(row: tuple[Any, ...]) -> Review:
-    decision = orjson.loads(row[6]) if row[6] else None
-    return Review(
-        id=row[0], task_id=row[1], context_id=row[2], agent_id=row[3],
-        draft=orjson.loads(row[4]), status=row[5],
-        decision=Decision(**decision, by=row[11]) if decision else None, created=row[7],
-        decided=row[8],
-        closed=row[9], closed_reason=row[10],
-    )
+def review_of_row(row: tuple[Any, ...]) -> Review:
+    """The review a row of ``_COLUMNS`` holds (SQLite's and PostgreSQL's tables have the same
+    columns), or ``UnreadableReviewError`` for that review."""
+    try:
+        decision = orjson.loads(row[6]) if row[6] else None
+        return Review(
+            id=row[0], task_id=row[1], context_id=row[2], agent_id=row[3],
+            draft=orjson.loads(row[4]), status=row[5],
+            decision=Decision(**decision, by=row[11]) if decision else None, created=row[7],
+            decided=row[8], closed=row[9], closed_reason=row[10],
+        )
+    except (orjson.JSONDecodeError, TypeError) as exc:  # TypeError: a decision of other keys
+        raise UnreadableReviewError(str(row[0]), str(exc)) from None
+
+
+def readable(rows: Sequence[tuple[Any, ...]]) -> list[Review]:
+    """The reviews of ``rows`` that decode; each that does not is logged and left out."""
+    out = []
+    for row in rows:
+        try:
+            out.append(review_of_row(row))
+        except UnreadableReviewError as exc:
+            log.warning("review %s left out: stored unreadable (%s)", exc.review_id, exc.reason)
+    return out
+
+
+async def readable_page(
+    read: Callable[[int, ReviewCursor | None], Awaitable[Sequence[tuple[Any, ...]]]],
+    limit: int, after: ReviewCursor | None,
+) -> list[Review]:
+    """Up to ``limit`` readable pending reviews after ``after``, ``read`` giving the rows of
+    ``_COLUMNS`` in the pages' order: one that does not decode is left out and the page read
+    on past it, so a full page means that more may follow, as the listing tells its client."""
+    page: list[Review] = []
+    while True:
+        asked = limit - len(page)
+        rows = await read(asked, after)
+        page += readable(rows)
+        if len(rows) < asked or len(page) == limit:
+            return page
+        after = ReviewCursor(rows[-1][7], rows[-1][0])
 
 
 def _pending_summary(conn: sqlite3.Connection) -> tuple[int, str | None]:
@@ -211,7 +247,7 @@ class SQLiteReviewPort(_Notifying):
             (task_id,),
         ).fetchone()
         if row is not None:
-            return _row(row)
+            return review_of_row(row)
         review = Review(str(uuid.uuid4()), task_id, context_id, agent_id, draft)
         with self._conn:
             self._conn.execute(
@@ -228,15 +264,17 @@ class SQLiteReviewPort(_Notifying):
         ).fetchone()
         if row is None:
             raise ReviewNotFoundError(review_id)
-        return _row(row)
+        return review_of_row(row)
 
     async def pending(self, limit: int, after: ReviewCursor | None = None) -> list[Review]:
+        return await readable_page(self._pending_rows, limit, after)
+
+    async def _pending_rows(self, limit: int,
+                            after: ReviewCursor | None) -> list[tuple[Any, ...]]:
         # the index llamon_reviews_by_status holds these in this order
         if after is None:
-            rows = self._conn.execute(_PENDING_FIRST, (limit,)).fetchall()
-        else:
-            rows = self._conn.execute(_PENDING_AFTER, (after.created, after.id, limit)).fetchall()
-        return [_row(r) for r in rows]
+            return self._conn.execute(_PENDING_FIRST, (limit,)).fetchall()
+        return self._conn.execute(_PENDING_AFTER, (after.created, after.id, limit)).fetchall()
 
     async def pending_summary(self) -> PendingSummary:
         if self._read_off_loop is None:
@@ -246,16 +284,16 @@ class SQLiteReviewPort(_Notifying):
         return PendingSummary(count, oldest)
 
     async def decide(self, review_id: str, decision: Decision) -> Review:
-        decided = now()
         with self._conn:
-            cur = self._conn.execute(
+            rows = self._conn.execute(
                 "UPDATE llamon_reviews SET status = 'decided', decision = ?, decided = ?,"
-                " decided_by = ? WHERE id = ? AND status = 'pending'",
-                (orjson.dumps(decision.to_json()), decided, decision.by, review_id),
-            )
-        if cur.rowcount == 0:
+                f" decided_by = ? WHERE id = ? AND status = 'pending' RETURNING {_COLUMNS}",
+                (orjson.dumps(decision.to_json()), now(), decision.by, review_id),
+            ).fetchall()
+            # decoded before the commit: a review that does not decode is left as it was
+            review = review_of_row(rows[0]) if rows else None
+        if review is None:
             raise _closed_error(await self.get(review_id))  # get raises when it does not exist
-        review = await self.get(review_id)
         await self._notify(review)
         return review
 
@@ -266,7 +304,7 @@ class SQLiteReviewPort(_Notifying):
                 f" WHERE task_id = ? AND status = 'pending' RETURNING {_COLUMNS}",
                 (now(), reason, task_id),
             ).fetchall()
-        return [_row(r) for r in rows]
+        return readable(rows)  # one that does not decode is closed all the same
 
     async def delete_for_tasks(self, task_ids: Sequence[str]) -> int:
         ids = list(task_ids)

@@ -50,7 +50,7 @@ from ..core.ports import (
     ReviewCursor,
     ReviewNotFoundError,
 )
-from .port import _closed_error, _Notifying
+from .port import _closed_error, _Notifying, readable, readable_page, review_of_row
 
 __all__ = ["DECISION_ORDER", "LISTENER_NAME", "RECONNECT_DELAYS", "SCHEMA", "WAITING_INDEX",
            "PostgresReviewPort"]
@@ -148,16 +148,6 @@ async def _resolved(value: Any) -> Any:
     return value
 
 
-def _row(row: tuple[Any, ...]) -> Review:
-    decision = orjson.loads(row[6]) if row[6] else None
-    return Review(
-        id=row[0], task_id=row[1], context_id=row[2], agent_id=row[3],
-        draft=orjson.loads(row[4]), status=row[5],
-        decision=Decision(**decision, by=row[11]) if decision else None, created=row[7],
-        decided=row[8], closed=row[9], closed_reason=row[10],
-    )
-
-
 class PostgresReviewPort(_Notifying):
     """Reviews in the server's PostgreSQL database; every statement commits on its own, but a
     decision, which is one transaction. An async context manager: inside, it listens to the
@@ -220,12 +210,12 @@ class PostgresReviewPort(_Notifying):
         while True:
             row = await self._one(_PENDING_OF_TASK, (task_id,))
             if row is not None:
-                return _row(row)
+                return review_of_row(row)
             review = Review(str(uuid.uuid4()), task_id, context_id, agent_id, draft)
             row = await self._one(_INSERT, (review.id, task_id, context_id, agent_id,
                                             orjson.dumps(draft), review.created))
             if row is not None:
-                return _row(row)
+                return review_of_row(row)
             # another process opened the task's review between the two statements: read it
             # (and should it be decided in between too, open a new one: the loop again)
 
@@ -236,16 +226,18 @@ class PostgresReviewPort(_Notifying):
                               (review_id,))
         if row is None:
             raise ReviewNotFoundError(review_id)
-        return _row(row)
+        return review_of_row(row)
 
     async def pending(self, limit: int, after: ReviewCursor | None = None) -> list[Review]:
+        return await readable_page(self._pending_rows, limit, after)
+
+    async def _pending_rows(self, limit: int,
+                            after: ReviewCursor | None) -> list[tuple[Any, ...]]:
         # the partial index llamon_reviews_waiting (a migration of ``stores/postgres.py``)
         # holds exactly these, in this order
         if after is None:
-            rows = await self._all(_PENDING_FIRST, (limit,))
-        else:
-            rows = await self._all(_PENDING_AFTER, (after.created, after.id, limit))
-        return [_row(r) for r in rows]
+            return await self._all(_PENDING_FIRST, (limit,))
+        return await self._all(_PENDING_AFTER, (after.created, after.id, limit))
 
     async def pending_summary(self) -> PendingSummary:
         row = await self._one(_PENDING_SUMMARY, ())
@@ -271,6 +263,8 @@ class PostgresReviewPort(_Notifying):
                 row = await cur.fetchone()
                 if row is None:
                     raise Rollback()  # not pending: leave the counter as it was
+                # decoded before the commit: a review that does not decode is left as it was
+                review = review_of_row(row)
                 await cur.execute(f"SELECT pg_notify({_CHANNEL}, %s)", (review_id,))
                 if self._feed is not None:
                     # registered before the commit, so the feed cannot read it first
@@ -284,7 +278,6 @@ class PostgresReviewPort(_Notifying):
             raise _closed_error(await self.get(review_id))  # get raises when it does not exist
         if told_here is not None:
             told_here.set_result(True)
-        review = _row(row)
         await self._tell(review)
         return review
 
@@ -294,7 +287,7 @@ class PostgresReviewPort(_Notifying):
             f" WHERE task_id = %s AND status = 'pending' RETURNING {_COLUMNS}",
             (now(), reason, task_id),
         )
-        return [_row(r) for r in rows]
+        return readable(rows)  # one that does not decode is closed all the same
 
     async def delete_for_tasks(self, task_ids: Sequence[str]) -> int:
         # the index ``llamon_reviews_task`` (a migration of ``stores/postgres.py``) finds them
@@ -373,14 +366,20 @@ class PostgresReviewPort(_Notifying):
             )
             rows = await cur.fetchall()
             for row in rows:
-                await self._deliver(_row(row), row[-1])
+                await self._deliver_row(row)
             if len(rows) < _CATCH_UP_BATCH:
                 return conn
 
     async def _heard(self, review_id: str) -> None:
         row = await self._one(f"{_DECIDED} WHERE id = %s", (review_id,))
         if row is not None and row[-1] is not None:
-            await self._deliver(_row(row), row[-1])
+            await self._deliver_row(row)
+
+    async def _deliver_row(self, row: tuple[Any, ...]) -> None:
+        """``_deliver`` of a row of ``_DECIDED``; one that does not decode (decided by a
+        version that wrote what this one cannot read) is logged and passed over."""
+        for review in readable([row[:-1]]):
+            await self._deliver(review, row[-1])
 
     async def _deliver(self, review: Review, seq: int) -> None:
         """Tells a decision the feed read, once: notifications and the catch-up overlap, and

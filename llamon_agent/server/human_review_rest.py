@@ -13,6 +13,7 @@ the reviewer ``reviewer``); a decision records its reviewer (``decidedBy``) and 
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -33,12 +34,15 @@ from ..core.ports import (
     ReviewClosedError,
     ReviewCursor,
     ReviewNotFoundError,
+    UnreadableReviewError,
 )
 from ..runtime.deadlines import draft_expires_at
 from .page_tokens import parts_of, token_of
 from .rest_edge import read_model
 
 __all__ = ["DEFAULT_PAGE", "MAX_PAGE", "PageAsked", "page_asked", "review_routes"]
+
+log = logging.getLogger(__name__)
 
 
 class DecisionBody(BaseModel):
@@ -106,6 +110,12 @@ def _json(body: Any, status: int = 200, headers: dict[str, str] | None = None) -
                     headers=headers)
 
 
+def _unreadable(exc: UnreadableReviewError) -> Response:
+    """That one review's refusal (its row does not decode); the others are served."""
+    log.error("review %s is stored unreadable: %s", exc.review_id, exc.reason)
+    return _json({"detail": str(exc)}, 500)
+
+
 def review_routes(
     reviewers: KeyTable, limits: Limits | None = None, *, deadline: Deadline | None = None,
     clock: Clock = system_clock,
@@ -156,6 +166,8 @@ def review_routes(
             review = await port_of(request).get(request.path_params["review_id"])
         except ReviewNotFoundError:
             return _json({"detail": "review not found"}, 404)
+        except UnreadableReviewError as exc:
+            return _unreadable(exc)
         return _json(shown(review))
 
     async def decide(request: Request) -> Response:
@@ -178,6 +190,8 @@ def review_routes(
             return _json({"detail": "review not found"}, 404)
         except ReviewClosedError as exc:  # decided, or closed because its task ended
             return _json({"detail": exc.message}, 409)
+        except UnreadableReviewError as exc:  # nothing was written
+            return _unreadable(exc)
         return _json(shown(review))
 
     return [
