@@ -17,7 +17,7 @@ job runs and finds nothing due), on a fresh SQLite file or PostgreSQL database
 written straight into the port's table (as the port writes them: one row per task, a
 ``created`` a millisecond apart), then ``GET /reviews``, ``GET /metrics`` and the sweep
 (``TaskManager.sweeper.sweep_once()``) are timed ``--repeat`` times each through httpx's ASGI
-transport, each with the event loop's longest stall meanwhile (``sweep_scale.LoopStalls``) and
+transport, each with the event loop's longest stall meanwhile (``sweep_scale.timed``) and
 the listing's size in bytes. Wall time (the machine may be busy: compare the sizes, not the
 digits). Results: bench/results/NAME.md and .json.
 """
@@ -27,13 +27,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import json
 import logging
 import sqlite3
-import statistics
 import sys
 import tempfile
-import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import asdict, dataclass, field
@@ -48,7 +45,7 @@ BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH.parent))
 
 from bench.agents import build_agents  # noqa: E402
-from bench.sweep_scale import LoopStalls  # noqa: E402
+from bench.sweep_scale import medians, save, timed  # noqa: E402
 
 TOKEN = "bench-reviewer"
 DEADLINE_SECONDS = 30 * 86400
@@ -66,11 +63,7 @@ class Size:
     listed: int = 0
 
     def medians(self) -> dict[str, float]:
-        out = {}
-        for call in CALLS:
-            out[f"{call}_ms"] = statistics.median(self.ms[call])
-            out[f"{call}_stall_ms"] = statistics.median(self.stall_ms[call])
-        return out
+        return medians(self.ms, self.stall_ms, CALLS)
 
 
 def rows(count: int, start: int, draft_bytes: int) -> list[tuple[Any, ...]]:
@@ -142,11 +135,9 @@ async def time_calls(app: Any, size: Size, repeat: int) -> None:
             "list": listing, "metrics": metrics, "sweep": sweep}
         for _ in range(repeat):
             for call in CALLS:
-                async with LoopStalls() as stalls:
-                    started = time.perf_counter()
-                    await calls[call]()
-                    size.ms[call].append((time.perf_counter() - started) * 1e3)
-                size.stall_ms[call].append(stalls.longest)
+                ms, stall = await timed(calls[call])
+                size.ms[call].append(ms)
+                size.stall_ms[call].append(stall)
 
 
 async def measure(kind: str, counts: list[int], draft_bytes: int, repeat: int) -> list[Size]:
@@ -195,14 +186,8 @@ def main() -> None:
         p.error("--reviews must be increasing positive counts, --repeat >= 1")
     logging.disable(logging.WARNING)
     sizes = asyncio.run(measure(args.db, counts, args.draft_bytes, args.repeat))
-    text = report(args.db, sizes, args.repeat, args.draft_bytes)
-    print(text)
-    out = BENCH / "results"
-    out.mkdir(exist_ok=True)
-    (out / f"{args.name}.md").write_text(text + "\n")
-    (out / f"{args.name}.json").write_text(json.dumps(
-        [{**asdict(s), "medians": s.medians()} for s in sizes], indent=1))
-    print(f"written to bench/results/{args.name}.md and .json")
+    save(args.name, report(args.db, sizes, args.repeat, args.draft_bytes),
+         [{**asdict(s), "medians": s.medians()} for s in sizes])
 
 
 if __name__ == "__main__":

@@ -94,11 +94,17 @@ class Size:
 
     def medians(self) -> dict[str, float]:
         """The medians of each call's time and stall, in the report's column order."""
-        out = {}
-        for call in CALLS:
-            out[f"{call}_ms"] = statistics.median(self.ms[call])
-            out[f"{call}_stall_ms"] = statistics.median(self.stall_ms[call])
-        return out
+        return medians(self.ms, self.stall_ms, CALLS)
+
+
+def medians(ms: dict[str, list[float]], stall_ms: dict[str, list[float]],
+            calls: tuple[str, ...]) -> dict[str, float]:
+    """Each call's median time and median stall, in ``calls``' order."""
+    out = {}
+    for call in calls:
+        out[f"{call}_ms"] = statistics.median(ms[call])
+        out[f"{call}_stall_ms"] = statistics.median(stall_ms[call])
+    return out
 
 
 class LoopStalls:
@@ -181,11 +187,18 @@ async def _time_once(sweeper: Any, client: httpx.AsyncClient, size: Size,
     for call, params in listings.items():
         calls[call] = functools.partial(list_tasks, client, params)
     for call in CALLS:
-        async with LoopStalls() as stalls:
-            started = time.perf_counter()
-            await calls[call]()
-            size.ms[call].append((time.perf_counter() - started) * 1e3)
-        size.stall_ms[call].append(stalls.longest)
+        ms, stall = await timed(calls[call])
+        size.ms[call].append(ms)
+        size.stall_ms[call].append(stall)
+
+
+async def timed(call: Callable[[], Awaitable[Any]]) -> tuple[float, float]:
+    """``call``'s wall time and the event loop's longest stall meanwhile, both in ms."""
+    async with LoopStalls() as stalls:
+        started = time.perf_counter()
+        await call()
+        ms = (time.perf_counter() - started) * 1e3
+    return ms, stalls.longest
 
 
 def _columns_sqlite(conn: sqlite3.Connection, table: str) -> list[str]:
@@ -318,14 +331,19 @@ def main() -> None:
     logging.disable(logging.WARNING)  # the no-authentication warning, once per app
     sizes = asyncio.run(measure(args.db, args.seed, args.tasks, args.repeat,
                                 waiting=args.waiting))
-    text = report(args.db, sizes, args.repeat)
+    save(args.name, report(args.db, sizes, args.repeat),
+         [{**asdict(s), "medians": s.medians()} for s in sizes])
+
+
+def save(name: str, text: str, payload: Any) -> None:
+    """Print the report and write it (``bench/results/NAME.md``) with the raw figures
+    (``.json``)."""
     print(text)
     out = BENCH / "results"
     out.mkdir(exist_ok=True)
-    (out / f"{args.name}.md").write_text(text + "\n")
-    (out / f"{args.name}.json").write_text(json.dumps(
-        [{**asdict(s), "medians": s.medians()} for s in sizes], indent=1))
-    print(f"written to bench/results/{args.name}.md and .json")
+    (out / f"{name}.md").write_text(text + "\n")
+    (out / f"{name}.json").write_text(json.dumps(payload, indent=1))
+    print(f"written to bench/results/{name}.md and .json")
 
 
 if __name__ == "__main__":

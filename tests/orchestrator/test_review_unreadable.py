@@ -23,11 +23,11 @@ from llamon_agent.human_review import (
     Decision,
     HumanReviewPort,
     Review,
-    ReviewCursor,
     UnreadableReviewError,
 )
 from llamon_agent.runtime.deadlines import DraftDeadlineJob
 from llamon_agent.stores.storage import open_storage
+from tests.orchestrator.test_review_pages import in_order, submit_many, walk
 
 AUTH = {"Authorization": "Bearer t"}
 
@@ -65,28 +65,10 @@ async def stored(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterato
         yield Stored(storage.reviews, spoil_postgres)
 
 
-async def submit_many(port: HumanReviewPort, count: int) -> list[Review]:
-    return [await port.submit(task_id=f"task-{i}", context_id=f"ctx-{i}", agent_id="loan",
-                              draft={"n": i}) for i in range(count)]
-
-
-def ordered(reviews: list[Review]) -> list[str]:
-    return [r.id for r in sorted(reviews, key=lambda r: (r.created, r.id))]
-
-
-async def walk(port: HumanReviewPort, size: int) -> list[list[str]]:
-    pages: list[list[str]] = []
-    after = None
-    while page := await port.pending(size, after):
-        pages.append([r.id for r in page])
-        after = ReviewCursor.after(page[-1])
-    return pages
-
-
 async def test_the_listing_leaves_an_unreadable_review_out_and_pages_on(
         stored: Stored, caplog: pytest.LogCaptureFixture) -> None:
     reviews = await submit_many(stored.port, 5)
-    order = ordered(reviews)
+    order = in_order(reviews)
     stored.spoil(order[1], "draft", b"{not json")
     stored.spoil(order[2], "draft", b"\xff")
     readable = [order[0], *order[3:]]
@@ -131,7 +113,7 @@ async def test_a_spoiled_decision_and_closing_its_task(stored: Stored) -> None:
 
 async def test_the_deadline_sweep_handles_the_others(stored: Stored) -> None:
     reviews = await submit_many(stored.port, 4)
-    order = ordered(reviews)
+    order = in_order(reviews)
     stored.spoil(order[0], "draft", b"nope")
 
     async def cancel(task_id: str, context_id: str) -> Any:
