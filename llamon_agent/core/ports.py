@@ -109,7 +109,7 @@ class Review:
         }
 
 
-@dataclass(frozen=True, order=True)
+@dataclass(frozen=True)
 class ReviewCursor:
     """Where a page of pending reviews ended: its last review's ``created`` and ``id`` (the
     order of ``HumanReviewPort.pending``)."""

@@ -180,14 +180,26 @@ def review_of_row(row: tuple[Any, ...]) -> Review:
         raise UnreadableReviewError(str(row[0]), str(exc)) from None
 
 
+#: the unreadable reviews already logged by this process (each page that meets one would log
+#: it again: a reviewer's view polls, the deadline sweep runs every few seconds); bounded
+_LOGGED: set[str] = set()
+_MAX_LOGGED = 1000
+
+
 def readable(rows: Sequence[tuple[Any, ...]]) -> list[Review]:
-    """The reviews of ``rows`` that decode; each that does not is logged and left out."""
+    """The reviews of ``rows`` that decode; each that does not is logged (once a process) and
+    left out."""
     out = []
     for row in rows:
         try:
             out.append(review_of_row(row))
         except UnreadableReviewError as exc:
-            log.warning("review %s left out: stored unreadable (%s)", exc.review_id, exc.reason)
+            if exc.review_id not in _LOGGED:
+                if len(_LOGGED) >= _MAX_LOGGED:
+                    _LOGGED.clear()
+                _LOGGED.add(exc.review_id)
+                log.warning("review %s left out: stored unreadable (%s)", exc.review_id,
+                            exc.reason)
     return out
 
 

@@ -1,14 +1,14 @@
 """The reviewer endpoints of the ``HumanReviewPort``, behind a bearer token.
 
 ``GET /reviews`` (pending, the oldest first, a page at a time: ``pageSize`` 1 to 100, default
-50, and the ``nextPageToken`` of the previous page as ``pageToken``), ``GET /reviews/{id}``, ``POST /reviews/{id}/decision`` with
-``{"type": "approve" | "edit" | "reject", "edited": <answer>?, "message": str?}``. A review
-whose task ended (completed, canceled, rejected, failed) before a decision is ``closed``
-(``GET /reviews/{id}`` shows when and why); deciding it, or deciding twice, is 409. Secure by
-default: with no token configured (``LLAMON_REVIEWER_TOKEN``, ``LLAMON_REVIEWER_TOKENS``) every
-endpoint answers 403; a missing or wrong token is 401. Reviewers have names (the single token is
-the reviewer ``reviewer``); a decision records its reviewer (``decidedBy``) and time
-(``decided``).
+50, and the ``nextPageToken`` of the previous page as ``pageToken``), ``GET /reviews/{id}``,
+``POST /reviews/{id}/decision`` with ``{"type": "approve" | "edit" | "reject", "edited":
+<answer>?, "message": str?}``. A review whose task ended (completed, canceled, rejected,
+failed) before a decision is ``closed`` (``GET /reviews/{id}`` shows when and why); deciding
+it, or deciding twice, is 409. Secure by default: with no token configured
+(``LLAMON_REVIEWER_TOKEN``, ``LLAMON_REVIEWER_TOKENS``) every endpoint answers 403; a missing
+or wrong token is 401. Reviewers have names (the single token is the reviewer ``reviewer``); a
+decision records its reviewer (``decidedBy``) and time (``decided``).
 """
 
 from __future__ import annotations

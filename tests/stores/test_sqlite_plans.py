@@ -72,7 +72,8 @@ ALLOWED: tuple[tuple[str, tuple[str, ...], str], ...] = (
     (r"FROM llamon_push_deliveries WHERE task_id = \? ORDER BY seq, config_id$",
      ("TEMP B-TREE",), "one task's deliveries sorted"),
     (r"FROM llamon_reviews WHERE status = \?( AND \(created, id\) > \(\?\))?"
-     r" ORDER BY created, id LIMIT \?$", ("SEARCH llamon_reviews USING INDEX llamon_reviews_by_status",),
+     r" ORDER BY created, id LIMIT \?$",
+     ("SEARCH llamon_reviews USING INDEX llamon_reviews_by_status",),
      "a page of pending reviews in the index's order: stops after the page"),
     (r"^SELECT COUNT\(\*\), MIN\(created\) FROM llamon_reviews WHERE status = \?$",
      ("SEARCH llamon_reviews USING COVERING INDEX llamon_reviews_by_status (status=?)",),
