@@ -89,7 +89,9 @@ def page_asked(query: list[tuple[str, str]]) -> PageAsked | str:
     size = DEFAULT_PAGE
     if "pageSize" in given:
         text = given["pageSize"]
-        if not (text.isascii() and text.isdigit() and 1 <= int(text) <= MAX_PAGE):
+        # at most three digits before int(): past 4,300 it raises, and any more is out of range
+        if not (len(text) <= 3 and text.isascii() and text.isdigit()
+                and 1 <= int(text) <= MAX_PAGE):
             return f"pageSize must be a whole number from 1 to {MAX_PAGE}"
         size = int(text)
     after = None

@@ -377,7 +377,7 @@ def listing_query(tokens: list[str]) -> st.SearchStrategy[list[tuple[str, str]]]
         lambda pair: [("pageSize", pair[0]), ("pageToken", pair[1])])
     value = st.one_of(
         st.integers(-5, 205).map(str),
-        st.sampled_from(["", "1e2", "0x10", " 5", "5 ", "+5", "\u0663", "50.0", "9" * 40]),
+        st.sampled_from(["", "1e2", "0x10", " 5", "5 ", "+5", "\u0663", "50.0", "9" * 40, "1" * 5000]),
         given,
         foreign,
         given.map(lambda t: t[:-1]),

@@ -95,7 +95,7 @@ async def test_a_cursor_past_every_review_gives_an_empty_page(port: HumanReviewP
 # ---------------------------------------------------------------------------- GET /reviews
 
 
-async def listing_app(port: HumanReviewPort, **kw: Any) -> Any:
+def listing_app(port: HumanReviewPort, **kw: Any) -> Any:
     return create_app(build_agents(), db=":memory:", reviews=port, reviewer_token=TOKEN, **kw)
 
 
@@ -106,7 +106,7 @@ async def get(http: httpx.AsyncClient, query: str = "") -> httpx.Response:
 async def test_get_reviews_pages_with_next_page_tokens() -> None:
     port = InMemoryReviewPort()
     reviews = await submit_many(port, 7)
-    app = await listing_app(port)
+    app = listing_app(port)
     async with app.router.lifespan_context(app), httpx.AsyncClient(
             transport=httpx.ASGITransport(app=app), base_url="http://t") as http:
         seen: list[str] = []
@@ -136,7 +136,7 @@ async def test_get_reviews_pages_with_next_page_tokens() -> None:
 async def test_the_default_page_is_fifty_and_a_page_at_most_a_hundred() -> None:
     port = InMemoryReviewPort()
     await submit_many(port, 120)
-    app = await listing_app(port)
+    app = listing_app(port)
     async with app.router.lifespan_context(app), httpx.AsyncClient(
             transport=httpx.ASGITransport(app=app), base_url="http://t") as http:
         assert len((await get(http)).json()["reviews"]) == 50
@@ -158,6 +158,8 @@ _NUL_TOKEN = _token("a", "b\x00")  # no text column holds NUL: ours never do
     ("?pageSize=", "pageSize must be a whole number from 1 to 100"),
     ("?pageSize=%D9%A3", "pageSize must be a whole number from 1 to 100"),  # Arabic-Indic 3
     ("?pageSize=99999999999999999999", "pageSize must be a whole number from 1 to 100"),
+    # past Python's 4,300 digits, int() itself raises
+    (f"?pageSize={'1' * 5000}", "pageSize must be a whole number from 1 to 100"),
     ("?pageSize=2&pageSize=3", "pageSize is given more than once"),
     ("?page_size=2", "unknown query parameter 'page_size': GET /reviews takes pageSize and"
                      " pageToken"),
@@ -173,7 +175,7 @@ _NUL_TOKEN = _token("a", "b\x00")  # no text column holds NUL: ours never do
                                 " nextPageToken of a previous page)"),
 ])
 async def test_a_bad_query_is_a_400_that_says_what_is_wrong(query: str, detail: str) -> None:
-    app = await listing_app(InMemoryReviewPort())
+    app = listing_app(InMemoryReviewPort())
     async with app.router.lifespan_context(app), httpx.AsyncClient(
             transport=httpx.ASGITransport(app=app), base_url="http://t") as http:
         response = await get(http, query)
@@ -251,7 +253,7 @@ async def test_metrics_count_every_pending_review_past_a_page() -> None:
     port = CountingPort()
     reviews = await submit_many(port, 130)
     await port.decide(reviews[0].id, Decision("approve", by="ann"))
-    app = await listing_app(port)
+    app = listing_app(port)
     async with app.router.lifespan_context(app), httpx.AsyncClient(
             transport=httpx.ASGITransport(app=app), base_url="http://t") as http:
         text = (await http.get("/metrics")).text
