@@ -23,7 +23,8 @@ import weakref
 
 from .types import Task, WireModel
 
-__all__ = ["MAX_ENTRIES", "StaleTaskJSONError", "task_json", "wire_json"]
+__all__ = ["MAX_ENTRIES", "StaleTaskJSONError", "known_json", "remember_json", "task_json",
+           "wire_json"]
 
 #: encodings kept at once: a turn's live task and its latest copies, with room for concurrent turns
 MAX_ENTRIES = 64
@@ -40,17 +41,30 @@ class StaleTaskJSONError(AssertionError):
 
 def task_json(task: Task) -> bytes:
     """``task.to_json()``, encoded once for as long as the object lives."""
+    data = known_json(task)
+    if data is None:
+        data = task.to_json()
+        remember_json(task, data)
+    return data
+
+
+def known_json(task: Task) -> bytes | None:
+    """The task's JSON if it was encoded (or remembered) since the object was made."""
+    entry = _encoded.get(id(task))
+    if entry is None or entry[0]() is not task:
+        return None
+    if VERIFY and entry[1] != task.to_json():
+        raise StaleTaskJSONError(f"task {task.id} was changed in place after it was encoded")
+    return entry[1]
+
+
+def remember_json(task: Task, data: bytes) -> None:
+    """Keep ``data`` as the task's JSON: ``task.to_json()``, made some other way
+    (stores/kept_tasks.py splices it from an earlier version's)."""
     key = id(task)
-    entry = _encoded.get(key)
-    if entry is not None and entry[0]() is task:
-        if VERIFY and entry[1] != task.to_json():
-            raise StaleTaskJSONError(f"task {task.id} was changed in place after it was encoded")
-        return entry[1]
-    data = task.to_json()
     _encoded[key] = (weakref.ref(task, lambda ref: _forget(key, ref)), data)
     if len(_encoded) > MAX_ENTRIES:
         del _encoded[next(iter(_encoded))]
-    return data
 
 
 def wire_json(model: WireModel) -> bytes:

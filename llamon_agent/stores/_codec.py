@@ -16,22 +16,33 @@ time its task is saved (docs/storage.md).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import orjson
 from pydantic import ValidationError
 
-from ..a2a.task_json import task_json
 from ..a2a.types import Task
 from ..core.deadlines import expiry_from_json, expiry_to_json
 from ..core.principal import ANONYMOUS
 from ..errors import UnreadableTaskError
 from ..human_review.node import is_review_wait
 from .base import Expiry, Pending, StoredTask
+from .kept_tasks import KeptTasks
+
+#: the large tasks this process stored or read last (kept_tasks.py)
+KEPT = KeptTasks()
 
 
 def encode_task(record: StoredTask) -> bytes:
-    return task_json(record.task)
+    """The task's JSON as stored (a large task's from its kept version, kept_tasks.py)."""
+    return KEPT.encode(record.task)
+
+
+def forget(task_ids: Iterable[str]) -> None:
+    """Deleted tasks: their decoded objects go too (a deletion leaves none of a task behind)."""
+    for task_id in task_ids:
+        KEPT.forget(task_id)
 
 
 _VERSION = 2
@@ -128,7 +139,11 @@ def decode(
 ) -> StoredTask:
     try:
         facts = _facts(orjson.loads(extra_json) if extra_json else {})
-        task = Task.model_validate_json(task_json)
+        task = KEPT.recall(task_id, task_json) if task_id is not None else None
+        if task is None:
+            task = Task.model_validate_json(task_json)
+            if task_id is not None:
+                KEPT.remember(task_id, task_json, task)
     except (ValueError, ValidationError, RecursionError) as exc:  # orjson's error is a ValueError
         raise UnreadableTaskError(task_id, str(exc)) from None
     return StoredTask(

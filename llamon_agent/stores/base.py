@@ -224,9 +224,11 @@ def listed_task(decode: Callable[[], StoredTask], task_id: str, updated: float
 
 
 class TaskStore(Protocol):
-    """Every method returns fresh objects: mutating one never changes what is stored.
-    ``get`` and ``latest_in_context`` raise ``UnreadableTaskError`` for a row that cannot be
-    decoded."""
+    """Mutating what a method returns never changes what is stored. Every object returned is
+    fresh, except a large task (``StoredTask.task`` of 16 KiB or more), which may be one
+    object shared by every reader in the process (``kept_tasks.py``): the runtime never
+    changes a task in place, it copies (``a2a/task_json.py``). ``get`` and
+    ``latest_in_context`` raise ``UnreadableTaskError`` for a row that cannot be decoded."""
 
     async def get(self, task_id: str) -> StoredTask | None: ...
 

@@ -173,7 +173,9 @@ class InMemoryTaskStore:
                 self._latest[context_key] = left[-1]
             else:
                 del self._latest[context_key]
-        return [DeletedTask(i, context_key) for i in doomed]
+        deleted = [DeletedTask(i, context_key) for i in doomed]
+        _codec.forget(d.id for d in deleted)
+        return deleted
 
     async def reclaim_space(self) -> None:
         return None

@@ -432,7 +432,9 @@ class PostgresTaskStore:
         else:
             ended = (_ENDED_STATES, ended_before)
             rows = await self._rows(_DELETE_ENDED_IN_CONTEXT, (context_key, *ended, limit, *ended))
-        return [DeletedTask(row[0], context_key) for row in rows]
+        deleted = [DeletedTask(row[0], context_key) for row in rows]
+        _codec.forget(d.id for d in deleted)
+        return deleted
 
     async def reclaim_space(self) -> None:
         return None  # autovacuum makes deleted rows' space reusable (docs/storage.md)

@@ -428,7 +428,9 @@ class SQLiteTaskStore:
             ended = (*_ENDED_STATES, ended_before)
             rows, _ = await self._write(_DELETE_ENDED_IN_CONTEXT,
                                         (context_key, *ended, limit, *ended))
-        return [DeletedTask(row[0], context_key) for row in rows]
+        deleted = [DeletedTask(row[0], context_key) for row in rows]
+        _codec.forget(d.id for d in deleted)
+        return deleted
 
     async def reclaim_space(self) -> None:
         if not self._incremental:

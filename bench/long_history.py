@@ -1,0 +1,204 @@
+"""What a task's history costs each answer as it grows: the answer's CPU, its wall time and the
+event loop's longest stall meanwhile, and a ``tasks/get`` of the task.
+
+    .venv/bin/python bench/long_history.py [--db sqlite|postgres] [--answers 2000]
+        [--at 100,500,1000,2000] [--answer-chars 1] [--repeat 10] [--name long-history]
+
+A task's row is its whole history, and an ``until-done`` task (the example agents) takes one
+answer after another: every answer adds two messages (the question it answers, then the
+answer). Before round thirty-five, routing each answer decoded the task and encoding its next
+version took time in proportion to it, on the event loop (docs/storage.md, "Not bounded
+here"). ``create_app`` with the example agents on a fresh SQLite file or PostgreSQL database
+(``bench/pgdb.py``), called as ASGI through httpx's transport (no sockets), one task answered
+``--answers`` times with answers of ``--answer-chars`` characters; when the task has taken each
+``--at`` count, ``--repeat`` answers and then ``--repeat`` ``tasks/get`` of the task are run
+for their CPU, the mean a call (``time.process_time()``: every thread, the SQLite worker's too,
+plus PostgreSQL's backends on PostgreSQL), then as many again, each timed: wall time and the
+event loop's longest stall meanwhile (``sweep_scale.timed``), medians. The answers measured are
+answers taken too. Results: bench/results/NAME.md and .json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.sweep_scale import save, timed
+
+CALLS = ("answer", "get")
+_HEADINGS = {"answer": "answer", "get": "`tasks/get`"}
+
+
+@dataclass
+class Mark:
+    answers: int
+    messages: int = 0
+    task_bytes: int = 0
+    cpu_ms: dict[str, float] = field(default_factory=dict)
+    ms: dict[str, list[float]] = field(default_factory=lambda: {c: [] for c in CALLS})
+    stall_ms: dict[str, list[float]] = field(default_factory=lambda: {c: [] for c in CALLS})
+
+    def medians(self) -> dict[str, float]:
+        out = {}
+        for call in CALLS:
+            out[f"{call}_cpu_ms"] = self.cpu_ms[call]
+            out[f"{call}_ms"] = statistics.median(self.ms[call])
+            out[f"{call}_stall_ms"] = statistics.median(self.stall_ms[call])
+        return out
+
+
+@contextlib.contextmanager
+def storage(kind: str, folder: str) -> Iterator[tuple[str, Callable[[], float]]]:
+    """(``create_app``'s ``db``, a clock of the CPU seconds the database's own processes used:
+    none on SQLite, whose work is the server's)."""
+    if kind == "sqlite":
+        yield str(Path(folder) / f"long-{uuid.uuid4().hex}.sqlite3"), lambda: 0.0
+        return
+    from bench.langgraph_alone import CLK_TCK
+    from bench.pgdb import _postgres_processes, fresh_database
+    from bench.procs import cpu_ticks
+
+    def backends_cpu() -> float:  # the pool's connections live through the run
+        return sum(cpu_ticks(pid) for pid in _postgres_processes(db.name)[0]) / CLK_TCK
+
+    with fresh_database("on") as db:
+        yield db.url, backends_cpu
+
+
+class Task:
+    """The one task, answered through the app."""
+
+    def __init__(self, client: httpx.AsyncClient, chars: int) -> None:
+        self.client = client
+        self.text = "x" * chars
+        self.task: dict[str, Any] = {}
+        self.taken = 0
+
+    async def rpc(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        response = await self.client.post("/", json={"jsonrpc": "2.0", "id": 1,
+                                                     "method": method, "params": params})
+        body = response.json()
+        if "result" not in body:
+            raise RuntimeError(f"{method} answered {body}")
+        return dict(body["result"])
+
+    async def start(self) -> None:
+        self.task = await self.rpc("message/send", {"message": {
+            "kind": "message", "messageId": uuid.uuid4().hex, "role": "user",
+            "parts": [{"kind": "text", "text": "start"}]}, "metadata": {"agentId": "until-done"}})
+
+    async def answer(self) -> None:
+        self.task = await self.rpc("message/send", {"message": {
+            "kind": "message", "messageId": uuid.uuid4().hex, "role": "user",
+            "taskId": self.task["id"], "contextId": self.task["contextId"],
+            "parts": [{"kind": "text", "text": self.text}]}})
+        if self.task["status"]["state"] != "input-required":
+            raise RuntimeError(f"the task ended: {self.task['status']}")
+        self.taken += 1
+
+    async def get(self) -> None:
+        await self.rpc("tasks/get", {"id": self.task["id"]})
+
+
+async def measured(call: Callable[[], Awaitable[None]], database_cpu: Callable[[], float],
+                   mark: Mark, name: str, repeat: int) -> None:
+    """``repeat`` calls for the CPU (their mean: PostgreSQL's backends count in clock ticks),
+    then ``repeat`` more, each timed with the loop's stalls (whose probe costs CPU too)."""
+    cpu = time.process_time() + database_cpu()
+    for _ in range(repeat):
+        await call()
+    mark.cpu_ms[name] = (time.process_time() + database_cpu() - cpu) * 1e3 / repeat
+    for _ in range(repeat):
+        ms, stall = await timed(call)
+        mark.ms[name].append(ms)
+        mark.stall_ms[name].append(stall)
+
+
+async def measure(kind: str, at: list[int], chars: int, repeat: int) -> list[Mark]:
+    from app.main import AGENTS
+    from llamon_agent import create_app
+
+    marks = []
+    with tempfile.TemporaryDirectory(prefix="long-history-") as folder, \
+            storage(kind, folder) as (db, database_cpu):
+        app = create_app(AGENTS, db=db)
+        async with app.router.lifespan_context(app):
+            transport = httpx.ASGITransport(app=app)
+            async with httpx.AsyncClient(transport=transport, base_url="http://bench",
+                                         timeout=120) as client:
+                task = Task(client, chars)
+                await task.start()
+                for count in at:
+                    while task.taken < count:
+                        await task.answer()
+                    mark = Mark(answers=count, messages=len(task.task.get("history", [])))
+                    await measured(task.answer, database_cpu, mark, "answer", repeat)
+                    await measured(task.get, database_cpu, mark, "get", repeat)
+                    mark.task_bytes = await stored_bytes(db, task.task["id"])
+                    marks.append(mark)
+    return marks
+
+
+async def stored_bytes(db: str, task_id: str) -> int:
+    sql = "SELECT length(task) FROM llamon_tasks WHERE id = ?"
+    if db.startswith("postgresql"):
+        import psycopg
+
+        async with await psycopg.AsyncConnection.connect(db) as pg:
+            cur = await pg.execute(sql.replace("?", "%s"), (task_id,))
+            row = await cur.fetchone()
+    else:
+        import sqlite3
+
+        with contextlib.closing(sqlite3.connect(db)) as conn:
+            row = conn.execute(sql, (task_id,)).fetchone()
+    return int(row[0]) if row else 0
+
+
+def report(kind: str, marks: list[Mark], repeat: int, chars: int) -> str:
+    heads = "".join(f" {_HEADINGS[c]}: CPU | wall | longest loop stall |" for c in CALLS)
+    lines = [f"{kind}, answers of {chars} characters; CPU: the mean of {repeat} calls, wall "
+             f"and stall: medians of {repeat} (ms)", "",
+             "| answers taken | messages in history | task row, bytes |" + heads,
+             "|---:|---:|---:|" + "---:|" * (3 * len(CALLS))]
+    for m in marks:
+        lines.append(f"| {m.answers:,} | {m.messages:,} | {m.task_bytes:,} | "
+                     + " | ".join(f"{v:.2f}" for v in m.medians().values()) + " |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--db", choices=("sqlite", "postgres"), default="sqlite")
+    p.add_argument("--at", default="100,500,1000,2000",
+                   help="answers taken at each measurement, comma-separated, increasing")
+    p.add_argument("--answer-chars", type=int, default=1)
+    p.add_argument("--repeat", type=int, default=10)
+    p.add_argument("--name", default="long-history")
+    args = p.parse_args()
+    at = [int(c) for c in args.at.split(",")]
+    if at != sorted(set(at)) or at[0] < 0 or args.repeat < 1 or args.answer_chars < 1:
+        p.error("--at must be increasing counts >= 0, --repeat and --answer-chars >= 1")
+    logging.disable(logging.WARNING)
+    marks = asyncio.run(measure(args.db, at, args.answer_chars, args.repeat))
+    save(args.name, report(args.db, marks, args.repeat, args.answer_chars),
+         [{**asdict(m), "medians": m.medians()} for m in marks])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,150 @@
+"""The large tasks this process stored or read last, kept as their JSON and their object, so
+that a task with a long history is neither decoded again nor encoded whole at every turn.
+
+A task's row is its whole history, and both its decoding and its encoding take time in
+proportion to it: at 2,000 messages (612 KB), an answer decoded its task in 17.5 ms of the
+event loop and encoded the next version in 7.8 ms, most of the 42 ms of CPU it cost
+(bench/README.md, "Speed, round thirty-five"). Between two turns of a task:
+
+* **decoding**: its row holds the bytes this process wrote at the end of the first turn, and
+  equal bytes decode to an equal task, so the object that was encoded then is used again (the
+  comparison is a ``memcmp``). A row written elsewhere (another replica, an older release, a
+  hand edit) differs and is decoded.
+* **encoding**: a turn only appends to the history (``runtime/collect.py``), so when the kept
+  version's messages are the first messages of the new version, the same objects, their JSON
+  is cut from the kept bytes and only the rest (the new messages, the status, the artifacts)
+  is encoded. The result is byte for byte ``Task.to_json()``.
+
+The runtime never changes a task or a message in place (``a2a/task_json.py``), so one object
+may go to every reader, and a message's JSON never goes stale. With ``task_json.VERIFY`` set
+(the test suite sets it), every decoding saved is checked against a fresh encoding of the
+object, and every spliced encoding against ``Task.to_json()``.
+
+Only tasks of at least ``MIN_BYTES`` are kept (a small task decodes in microseconds, less than
+keeping it costs), at most ``MAX_BYTES`` of JSON in all, the least recently used dropped first:
+a decoded task takes about ten times its JSON's size in memory (docs/storage.md). A deleted
+task is forgotten with its row.
+"""
+
+from __future__ import annotations
+
+import operator
+import threading
+from collections import OrderedDict
+
+from ..a2a import task_json
+from ..a2a.types import Task
+
+__all__ = ["MAX_BYTES", "MIN_BYTES", "KeptTasks", "StaleKeptTaskError"]
+
+KiB = 1024
+#: the smallest task JSON kept: about 0.3 ms of decoding
+MIN_BYTES = 16 * KiB
+#: JSON bytes of the tasks kept, in all: one task of the default ``max_task_bytes`` (4 MiB) and
+#: room for others; about 80 MiB of objects at most
+MAX_BYTES = 8 * 1024 * KiB
+
+# the fields of a task before and after its history, in the order pydantic writes them
+_BEFORE_HISTORY = {"kind", "id", "context_id", "status"}
+_AFTER_HISTORY = {"artifacts", "metadata"}
+_HISTORY_KEY = b',"history":'
+_serializer = Task.__pydantic_serializer__
+
+
+class StaleKeptTaskError(AssertionError):
+    """A kept task's JSON differs from its object's: the object was changed in place."""
+
+
+class KeptTasks:
+    """Task id -> (the JSON stored for it, the task that JSON decodes to), bounded in bytes.
+
+    Thread-safe: a store may decode in its worker thread."""
+
+    def __init__(self, *, max_bytes: int = MAX_BYTES, min_bytes: int = MIN_BYTES) -> None:
+        self._max_bytes = max_bytes
+        self._min_bytes = min_bytes
+        self._entries: OrderedDict[str, tuple[bytes, Task]] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    @property
+    def held_bytes(self) -> int:
+        """JSON bytes of the tasks kept."""
+        return self._bytes
+
+    def recall(self, task_id: str, data: bytes | str) -> Task | None:
+        """The task ``data`` decodes to, if these are the bytes kept for ``task_id``."""
+        if type(data) is not bytes or len(data) < self._min_bytes:
+            return None
+        with self._lock:
+            entry = self._entries.get(task_id)
+            if entry is None or entry[0] != data:
+                return None
+            self._entries.move_to_end(task_id)
+        task = entry[1]
+        if task_json.VERIFY and task.to_json() != data:
+            raise StaleKeptTaskError(f"task {task_id} was changed in place after it was kept")
+        return task
+
+    def encode(self, task: Task) -> bytes:
+        """``task_json(task)``: spliced from the kept version of the task when its history
+        begins with the kept version's messages; the task is kept as the new version."""
+        data = task_json.known_json(task)
+        if data is None:
+            # a read under the GIL, as the worker thread's are; what moves entries takes the lock
+            entry = self._entries.get(task.id)
+            data = _spliced(task, *entry) if entry is not None else None
+            if data is None:
+                data = task.to_json()
+            task_json.remember_json(task, data)
+        if len(data) >= self._min_bytes:
+            self.remember(task.id, data, task)
+        return data
+
+    def remember(self, task_id: str, data: bytes | str, task: Task) -> None:
+        """Keep ``task`` as what ``data`` (its JSON, as stored) decodes to."""
+        if type(data) is not bytes or len(data) < self._min_bytes:
+            return
+        with self._lock:
+            self._drop(task_id)
+            if len(data) > self._max_bytes:
+                return
+            self._entries[task_id] = (data, task)
+            self._bytes += len(data)
+            while self._bytes > self._max_bytes:
+                _, (dropped, _) = self._entries.popitem(last=False)
+                self._bytes -= len(dropped)
+
+    def forget(self, task_id: str) -> None:
+        with self._lock:
+            self._drop(task_id)
+
+    def _drop(self, task_id: str) -> None:
+        old = self._entries.pop(task_id, None)
+        if old is not None:
+            self._bytes -= len(old[0])
+
+
+def _spliced(task: Task, kept_data: bytes, kept: Task) -> bytes | None:
+    """``task``'s JSON with the messages it shares with ``kept`` cut from ``kept_data``; None
+    when its history does not begin with all of ``kept``'s messages, the same objects."""
+    old, new = kept.history, task.history
+    if not old or not new or len(new) < len(old) or not all(map(operator.is_, old, new)):
+        return None
+    head, tail = _around_history(kept)
+    start = len(head) - 1 + len(_HISTORY_KEY)
+    end = len(kept_data) - (1 if tail == b"{}" else len(tail))
+    shared = kept_data[start:end]  # "[...]", every message of ``kept``
+    added = b"".join(b"," + m.to_json() for m in new[len(old):])
+    head, tail = _around_history(task)
+    data = b"".join((head[:-1], _HISTORY_KEY, shared[:-1], added, b"]",
+                     b"}" if tail == b"{}" else b"," + tail[1:]))
+    if task_json.VERIFY and data != task.to_json():
+        raise StaleKeptTaskError(f"task {task.id}: its history's messages were changed in place")
+    return data
+
+
+def _around_history(task: Task) -> tuple[bytes, bytes]:
+    """The task's JSON object without its history: the fields before it, and those after."""
+    return (_serializer.to_json(task, by_alias=True, exclude_none=True, include=_BEFORE_HISTORY),
+            _serializer.to_json(task, by_alias=True, exclude_none=True, include=_AFTER_HISTORY))

@@ -1,0 +1,39 @@
+"""bench/long_history.py answers one ``until-done`` task again and again on a real server's
+storage and times an answer and a ``tasks/get`` at each count; small counts here, on SQLite
+and PostgreSQL."""
+
+from __future__ import annotations
+
+import pytest
+
+from bench.long_history import CALLS, Mark, measure, report
+
+
+async def test_each_mark_has_its_history_and_every_call_is_timed() -> None:
+    marks = await measure("sqlite", [0, 5], chars=3, repeat=2)
+    # the first message, then two an answer (the question it answered, the answer); the
+    # answers timed at the first mark (2 + 2) count toward the second
+    assert [(m.answers, m.messages) for m in marks] == [(0, 1), (5, 11)]
+    for mark in marks:
+        assert all(len(mark.ms[c]) == len(mark.stall_ms[c]) == 2 for c in CALLS)
+        assert all(mark.cpu_ms[c] > 0 for c in CALLS)
+        assert mark.task_bytes > 0
+    assert marks[1].task_bytes > marks[0].task_bytes
+    assert "| 5 | 11 |" in report("sqlite", marks, 2, 3)
+
+
+@pytest.mark.usefixtures("postgres_url")
+async def test_a_postgres_database_counts_its_backends_cpu() -> None:
+    marks = await measure("postgres", [2], chars=1, repeat=1)
+    assert [(m.answers, m.messages) for m in marks] == [(2, 5)]
+    assert marks[0].task_bytes > 0
+
+
+def test_the_report_reads_the_means_and_medians() -> None:
+    mark = Mark(answers=2000, messages=4001, task_bytes=1_228_800)
+    mark.cpu_ms = {"answer": 12.5, "get": 0.75}
+    for call in CALLS:
+        mark.ms[call] = [3.0, 1.0, 2.0]
+        mark.stall_ms[call] = [0.5, 0.1, 0.3]
+    text = report("sqlite", [mark], 3, 1)
+    assert "| 2,000 | 4,001 | 1,228,800 | 12.50 | 2.00 | 0.30 | 0.75 | 2.00 | 0.30 |" in text, text
