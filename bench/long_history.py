@@ -1,21 +1,25 @@
 """What a task's history costs each answer as it grows: the answer's CPU, its wall time and the
 event loop's longest stall meanwhile, and a ``tasks/get`` of the task.
 
-    .venv/bin/python bench/long_history.py [--db sqlite|postgres] [--answers 2000]
-        [--at 100,500,1000,2000] [--answer-chars 1] [--repeat 10] [--name long-history]
+    .venv/bin/python bench/long_history.py [--db sqlite|postgres] [--at 100,500,1000,2000]
+        [--answer-chars 1] [--repeat 10] [--name long-history]
 
 A task's row is its whole history, and an ``until-done`` task (the example agents) takes one
 answer after another: every answer adds two messages (the question it answers, then the
 answer). Before round thirty-five, routing each answer decoded the task and encoding its next
 version took time in proportion to it, on the event loop (docs/storage.md, "Not bounded
-here"). ``create_app`` with the example agents on a fresh SQLite file or PostgreSQL database
-(``bench/pgdb.py``), called as ASGI through httpx's transport (no sockets), one task answered
-``--answers`` times with answers of ``--answer-chars`` characters; when the task has taken each
-``--at`` count, ``--repeat`` answers and then ``--repeat`` ``tasks/get`` of the task are run
-for their CPU, the mean a call (``time.process_time()``: every thread, the SQLite worker's too,
-plus PostgreSQL's backends on PostgreSQL), then as many again, each timed: wall time and the
-event loop's longest stall meanwhile (``sweep_scale.timed``), medians. The answers measured are
-answers taken too. Results: bench/results/NAME.md and .json.
+here").
+
+``create_app`` with the example agents on a fresh SQLite file or PostgreSQL database
+(``bench/pgdb.py``), each request handed to the app as ASGI (``in_process.call_raw``: no
+sockets, and only the head of each answer read, so that the client's parsing of a large task
+does not count as the server's work). One task is answered with answers of
+``--answer-chars`` characters; when it has taken each ``--at`` count, ``--repeat`` answers and
+then ``--repeat`` ``tasks/get`` of it run for their CPU, the mean a call
+(``time.process_time()``: every thread, the SQLite worker's too, plus PostgreSQL's backends on
+PostgreSQL), then as many again, each timed: wall time and the event loop's longest stall
+meanwhile (``sweep_scale.timed``), medians. The answers measured are answers taken too.
+Results: bench/results/NAME.md and .json.
 """
 
 from __future__ import annotations
@@ -34,10 +38,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import httpx
+import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.hitl_client import send_body
+from bench.in_process import call_raw, task_id_in_state
 from bench.sweep_scale import save, timed
 
 CALLS = ("answer", "get")
@@ -81,38 +87,39 @@ def storage(kind: str, folder: str) -> Iterator[tuple[str, Callable[[], float]]]
 
 
 class Task:
-    """The one task, answered through the app."""
+    """The one task, answered through the app as uvicorn would hand each request over
+    (``in_process.call_raw``); an answer is checked by its head only, so that the client's
+    parsing of a large answer is not counted as the server's work."""
 
-    def __init__(self, client: httpx.AsyncClient, chars: int) -> None:
-        self.client = client
+    def __init__(self, app: Any, chars: int) -> None:
+        self.app = app
         self.text = "x" * chars
-        self.task: dict[str, Any] = {}
+        self.id = ""
+        self.context_id = uuid.uuid4().hex
         self.taken = 0
 
-    async def rpc(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        response = await self.client.post("/", json={"jsonrpc": "2.0", "id": 1,
-                                                     "method": method, "params": params})
-        body = response.json()
-        if "result" not in body:
-            raise RuntimeError(f"{method} answered {body}")
-        return dict(body["result"])
-
     async def start(self) -> None:
-        self.task = await self.rpc("message/send", {"message": {
-            "kind": "message", "messageId": uuid.uuid4().hex, "role": "user",
-            "parts": [{"kind": "text", "text": "start"}]}, "metadata": {"agentId": "until-done"}})
+        answer = await call_raw(self.app, send_body("until-done", "start",
+                                                    context_id=self.context_id))
+        self.id = task_id_in_state(answer, "input-required")
 
     async def answer(self) -> None:
-        self.task = await self.rpc("message/send", {"message": {
-            "kind": "message", "messageId": uuid.uuid4().hex, "role": "user",
-            "taskId": self.task["id"], "contextId": self.task["contextId"],
-            "parts": [{"kind": "text", "text": self.text}]}})
-        if self.task["status"]["state"] != "input-required":
-            raise RuntimeError(f"the task ended: {self.task['status']}")
+        answer = await call_raw(self.app, send_body("until-done", self.text,
+                                                    context_id=self.context_id, task_id=self.id))
+        task_id_in_state(answer, "input-required")
         self.taken += 1
 
     async def get(self) -> None:
-        await self.rpc("tasks/get", {"id": self.task["id"]})
+        task_id_in_state(await call_raw(self.app, self._get_body()), "input-required")
+
+    async def messages(self) -> int:
+        """Messages in the task's history (parsed whole: not measured)."""
+        found = orjson.loads(await call_raw(self.app, self._get_body()))["result"]
+        return len(found.get("history", []))
+
+    def _get_body(self) -> bytes:
+        return orjson.dumps({"jsonrpc": "2.0", "id": 1, "method": "tasks/get",
+                             "params": {"id": self.id}})
 
 
 async def measured(call: Callable[[], Awaitable[None]], database_cpu: Callable[[], float],
@@ -138,19 +145,16 @@ async def measure(kind: str, at: list[int], chars: int, repeat: int) -> list[Mar
             storage(kind, folder) as (db, database_cpu):
         app = create_app(AGENTS, db=db)
         async with app.router.lifespan_context(app):
-            transport = httpx.ASGITransport(app=app)
-            async with httpx.AsyncClient(transport=transport, base_url="http://bench",
-                                         timeout=120) as client:
-                task = Task(client, chars)
-                await task.start()
-                for count in at:
-                    while task.taken < count:
-                        await task.answer()
-                    mark = Mark(answers=count, messages=len(task.task.get("history", [])))
-                    await measured(task.answer, database_cpu, mark, "answer", repeat)
-                    await measured(task.get, database_cpu, mark, "get", repeat)
-                    mark.task_bytes = await stored_bytes(db, task.task["id"])
-                    marks.append(mark)
+            task = Task(app, chars)
+            await task.start()
+            for count in at:
+                while task.taken < count:
+                    await task.answer()
+                mark = Mark(answers=count, messages=await task.messages())
+                await measured(task.answer, database_cpu, mark, "answer", repeat)
+                await measured(task.get, database_cpu, mark, "get", repeat)
+                mark.task_bytes = await stored_bytes(db, task.id)
+                marks.append(mark)
     return marks
 
 

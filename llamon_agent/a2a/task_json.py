@@ -40,11 +40,16 @@ class StaleTaskJSONError(AssertionError):
 
 
 def task_json(task: Task) -> bytes:
-    """``task.to_json()``, encoded once for as long as the object lives."""
-    data = known_json(task)
-    if data is None:
-        data = task.to_json()
-        remember_json(task, data)
+    """``task.to_json()``, encoded once for as long as the object lives (one function, not
+    :func:`known_json` then :func:`remember_json`: every saved and answered task comes here)."""
+    key = id(task)
+    entry = _encoded.get(key)
+    if entry is not None and entry[0]() is task:
+        if VERIFY and entry[1] != task.to_json():
+            raise StaleTaskJSONError(f"task {task.id} was changed in place after it was encoded")
+        return entry[1]
+    data = task.to_json()
+    remember_json(task, data)
     return data
 
 

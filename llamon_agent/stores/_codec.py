@@ -139,11 +139,14 @@ def decode(
 ) -> StoredTask:
     try:
         facts = _facts(orjson.loads(extra_json) if extra_json else {})
-        task = KEPT.recall(task_id, task_json) if task_id is not None else None
-        if task is None:
+        if task_id is None or len(task_json) < KEPT.min_bytes:
             task = Task.model_validate_json(task_json)
-            if task_id is not None:
-                KEPT.remember(task_id, task_json, task)
+        else:
+            kept = KEPT.recall(task_id, task_json)
+            if kept is None:
+                kept = Task.model_validate_json(task_json)
+                KEPT.remember(task_id, task_json, kept)
+            task = kept
     except (ValueError, ValidationError, RecursionError) as exc:  # orjson's error is a ValueError
         raise UnreadableTaskError(task_id, str(exc)) from None
     return StoredTask(

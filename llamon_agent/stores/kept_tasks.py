@@ -62,7 +62,8 @@ class KeptTasks:
 
     def __init__(self, *, max_bytes: int = MAX_BYTES, min_bytes: int = MIN_BYTES) -> None:
         self._max_bytes = max_bytes
-        self._min_bytes = min_bytes
+        #: a task's JSON is kept from this many bytes up
+        self.min_bytes = min_bytes
         self._entries: OrderedDict[str, tuple[bytes, Task]] = OrderedDict()
         self._bytes = 0
         self._lock = threading.Lock()
@@ -74,7 +75,7 @@ class KeptTasks:
 
     def recall(self, task_id: str, data: bytes | str) -> Task | None:
         """The task ``data`` decodes to, if these are the bytes kept for ``task_id``."""
-        if type(data) is not bytes or len(data) < self._min_bytes:
+        if type(data) is not bytes or len(data) < self.min_bytes:
             return None
         with self._lock:
             entry = self._entries.get(task_id)
@@ -89,21 +90,23 @@ class KeptTasks:
     def encode(self, task: Task) -> bytes:
         """``task_json(task)``: spliced from the kept version of the task when its history
         begins with the kept version's messages; the task is kept as the new version."""
-        data = task_json.known_json(task)
-        if data is None:
-            # a read under the GIL, as the worker thread's are; what moves entries takes the lock
-            entry = self._entries.get(task.id)
-            data = _spliced(task, *entry) if entry is not None else None
-            if data is None:
-                data = task.to_json()
-            task_json.remember_json(task, data)
-        if len(data) >= self._min_bytes:
+        # a read under the GIL, as the worker thread's are; what moves entries takes the lock
+        entry = self._entries.get(task.id)
+        if entry is None or entry[1] is task:  # nothing kept to splice from: most tasks
+            data = task_json.task_json(task)
+        else:
+            known = task_json.known_json(task)
+            if known is None:
+                known = _spliced(task, *entry) or task.to_json()
+                task_json.remember_json(task, known)
+            data = known
+        if len(data) >= self.min_bytes:
             self.remember(task.id, data, task)
         return data
 
     def remember(self, task_id: str, data: bytes | str, task: Task) -> None:
         """Keep ``task`` as what ``data`` (its JSON, as stored) decodes to."""
-        if type(data) is not bytes or len(data) < self._min_bytes:
+        if type(data) is not bytes or len(data) < self.min_bytes:
             return
         with self._lock:
             self._drop(task_id)
