@@ -22,7 +22,7 @@ from llamon_agent.backends.events_url import parse_events_url
 from llamon_agent.core.ports import HumanReviewPort
 from llamon_agent.runtime.tasks import TaskManager
 from llamon_agent.settings import DEFAULT_LEASE
-from llamon_agent.stores import _codec
+from llamon_agent.stores import kept_tasks
 from llamon_agent.stores.kept_tasks import KeptTasks
 from llamon_agent.stores.storage import Storage, open_storage
 from tests.backends import postgres_database, postgres_url  # noqa: F401 (fixtures)
@@ -40,7 +40,7 @@ task_json.VERIFY = True
 # and every task the suite stores or reads is kept whatever its size, so that every decoding
 # the kept object saves and every spliced encoding is checked too (llamon_agent/stores/
 # kept_tasks.py; the server keeps only tasks of 16 KiB or more)
-_codec.KEPT = KeptTasks(min_bytes=1)
+kept_tasks.KEPT = KeptTasks(min_bytes=1)
 
 #: what ``serve`` opens when a test names none (the ``backend`` fixture changes it)
 _SERVED_ON: dict[str, str] = {"db": ":memory:"}

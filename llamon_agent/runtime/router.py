@@ -32,6 +32,7 @@ from ..errors import (
     UnsupportedOperationError,
 )
 from ..stores.base import StoredTask, TaskStore
+from ..stores.kept_tasks import message_ids
 from ..stores.turn_writes import UNREAD, Unread
 from ..tool_review import catalog
 from . import messages
@@ -250,7 +251,7 @@ class Router:
             )
         if target.state in RUNNING_STATES:
             raise busy_error(context_id, target.id)
-        if any(m.message_id == message.message_id for m in target.task.history or []):
+        if _delivered(message.message_id, target.task):
             raise UnsupportedOperationError(
                 f"Message {message.message_id} was already delivered to task {target.id}",
                 data={"taskId": target.id, "messageId": message.message_id,
@@ -284,3 +285,18 @@ def _check_context(message: Message, task: StoredTask) -> None:
             "bad context id: the task belongs to another context",
             data={"taskId": task.id, "contextId": message.context_id},
         )
+
+
+#: histories shorter than this are looked through (a few microseconds), not asked for their ids
+_SHORT_HISTORY = 32
+
+
+def _delivered(message_id: str, task: Task) -> bool:
+    """Whether ``task``'s history holds a message with this id. A long one's ids come from the
+    kept task's set (``stores/kept_tasks.py``): looking through 4,001 messages took 3 ms of the
+    event loop an answer (bench/README.md, "Speed, round thirty-five")."""
+    history = task.history or ()
+    ids = message_ids(task) if len(history) >= _SHORT_HISTORY else None
+    if ids is not None:
+        return message_id in ids
+    return any(m.message_id == message_id for m in history)

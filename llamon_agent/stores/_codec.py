@@ -27,22 +27,20 @@ from ..core.deadlines import expiry_from_json, expiry_to_json
 from ..core.principal import ANONYMOUS
 from ..errors import UnreadableTaskError
 from ..human_review.node import is_review_wait
+from . import kept_tasks
 from .base import Expiry, Pending, StoredTask
-from .kept_tasks import KeptTasks
-
-#: the large tasks this process stored or read last (kept_tasks.py)
-KEPT = KeptTasks()
 
 
 def encode_task(record: StoredTask) -> bytes:
     """The task's JSON as stored (a large task's from its kept version, kept_tasks.py)."""
-    return KEPT.encode(record.task)
+    return kept_tasks.KEPT.encode(record.task)
 
 
 def forget(task_ids: Iterable[str]) -> None:
     """Deleted tasks: their decoded objects go too (a deletion leaves none of a task behind)."""
+    kept = kept_tasks.KEPT
     for task_id in task_ids:
-        KEPT.forget(task_id)
+        kept.forget(task_id)
 
 
 _VERSION = 2
@@ -139,13 +137,14 @@ def decode(
 ) -> StoredTask:
     try:
         facts = _facts(orjson.loads(extra_json) if extra_json else {})
-        if task_id is None or len(task_json) < KEPT.min_bytes:
+        kept_now = kept_tasks.KEPT
+        if task_id is None or len(task_json) < kept_now.min_bytes:
             task = Task.model_validate_json(task_json)
         else:
-            kept = KEPT.recall(task_id, task_json)
+            kept = kept_now.recall(task_id, task_json)
             if kept is None:
                 kept = Task.model_validate_json(task_json)
-                KEPT.remember(task_id, task_json, kept)
+                kept_now.remember(task_id, task_json, kept)
             task = kept
     except (ValueError, ValidationError, RecursionError) as exc:  # orjson's error is a ValueError
         raise UnreadableTaskError(task_id, str(exc)) from None

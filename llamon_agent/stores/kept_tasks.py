@@ -31,11 +31,12 @@ from __future__ import annotations
 import operator
 import threading
 from collections import OrderedDict
+from typing import NamedTuple
 
 from ..a2a import task_json
 from ..a2a.types import Task
 
-__all__ = ["MAX_BYTES", "MIN_BYTES", "KeptTasks", "StaleKeptTaskError"]
+__all__ = ["KEPT", "MAX_BYTES", "MIN_BYTES", "KeptTasks", "StaleKeptTaskError", "message_ids"]
 
 KiB = 1024
 #: the smallest task JSON kept: about 0.3 ms of decoding
@@ -49,14 +50,21 @@ _BEFORE_HISTORY = {"kind", "id", "context_id", "status"}
 _AFTER_HISTORY = {"artifacts", "metadata"}
 _HISTORY_KEY = b',"history":'
 _serializer = Task.__pydantic_serializer__
+_MESSAGE_ID = operator.attrgetter("message_id")
 
 
 class StaleKeptTaskError(AssertionError):
     """A kept task's JSON differs from its object's: the object was changed in place."""
 
 
+class _Kept(NamedTuple):
+    data: bytes  # the task's JSON, as stored
+    task: Task  # what it decodes to
+    ids: frozenset[str] | None  # its messages' ids, once asked for (carried to later versions)
+
+
 class KeptTasks:
-    """Task id -> (the JSON stored for it, the task that JSON decodes to), bounded in bytes.
+    """Task id -> the JSON stored for it and the task that JSON decodes to, bounded in bytes.
 
     Thread-safe: a store may decode in its worker thread."""
 
@@ -64,7 +72,7 @@ class KeptTasks:
         self._max_bytes = max_bytes
         #: a task's JSON is kept from this many bytes up
         self.min_bytes = min_bytes
-        self._entries: OrderedDict[str, tuple[bytes, Task]] = OrderedDict()
+        self._entries: OrderedDict[str, _Kept] = OrderedDict()
         self._bytes = 0
         self._lock = threading.Lock()
 
@@ -79,10 +87,10 @@ class KeptTasks:
             return None
         with self._lock:
             entry = self._entries.get(task_id)
-            if entry is None or entry[0] != data:
+            if entry is None or entry.data != data:
                 return None
             self._entries.move_to_end(task_id)
-        task = entry[1]
+        task = entry.task
         if task_json.VERIFY and task.to_json() != data:
             raise StaleKeptTaskError(f"task {task_id} was changed in place after it was kept")
         return task
@@ -92,31 +100,55 @@ class KeptTasks:
         begins with the kept version's messages; the task is kept as the new version."""
         # a read under the GIL, as the worker thread's are; what moves entries takes the lock
         entry = self._entries.get(task.id)
-        if entry is None or entry[1] is task:  # nothing kept to splice from: most tasks
-            data = task_json.task_json(task)
+        if entry is None:  # nothing kept to splice from: most tasks
+            data, ids = task_json.task_json(task), None
+        elif entry.task is task:
+            data, ids = entry.data, entry.ids
         else:
+            old = entry.task.history
+            appends = _appends_to(task, entry.task)
             known = task_json.known_json(task)
             if known is None:
-                known = _spliced(task, *entry) or task.to_json()
+                known = (_spliced(task, entry.data, entry.task) if appends else None
+                         ) or task.to_json()
                 task_json.remember_json(task, known)
             data = known
+            ids = (entry.ids.union(map(_MESSAGE_ID, (task.history or ())[len(old or ()):]))
+                   if appends and entry.ids is not None else None)
         if len(data) >= self.min_bytes:
-            self.remember(task.id, data, task)
+            self.remember(task.id, data, task, ids)
         return data
 
-    def remember(self, task_id: str, data: bytes | str, task: Task) -> None:
-        """Keep ``task`` as what ``data`` (its JSON, as stored) decodes to."""
+    def message_ids(self, task: Task) -> frozenset[str] | None:
+        """The ids of the messages in ``task``'s history, if it is the task kept for its id
+        (a later version's are the kept version's and its own new ones: a set union, not a
+        look at every message); None if it is not."""
+        entry = self._entries.get(task.id)
+        if entry is None or entry.task is not task:
+            return None
+        if entry.ids is not None:
+            return entry.ids
+        ids = frozenset(map(_MESSAGE_ID, task.history or ()))
+        with self._lock:
+            if self._entries.get(task.id) is entry:
+                self._entries[task.id] = entry._replace(ids=ids)
+        return ids
+
+    def remember(self, task_id: str, data: bytes | str, task: Task,
+                 ids: frozenset[str] | None = None) -> None:
+        """Keep ``task`` as what ``data`` (its JSON, as stored) decodes to; ``ids``: its
+        messages' ids, if known."""
         if type(data) is not bytes or len(data) < self.min_bytes:
             return
         with self._lock:
             self._drop(task_id)
             if len(data) > self._max_bytes:
                 return
-            self._entries[task_id] = (data, task)
+            self._entries[task_id] = _Kept(data, task, ids)
             self._bytes += len(data)
             while self._bytes > self._max_bytes:
-                _, (dropped, _) = self._entries.popitem(last=False)
-                self._bytes -= len(dropped)
+                _, dropped = self._entries.popitem(last=False)
+                self._bytes -= len(dropped.data)
 
     def forget(self, task_id: str) -> None:
         with self._lock:
@@ -125,15 +157,29 @@ class KeptTasks:
     def _drop(self, task_id: str) -> None:
         old = self._entries.pop(task_id, None)
         if old is not None:
-            self._bytes -= len(old[0])
+            self._bytes -= len(old.data)
 
 
-def _spliced(task: Task, kept_data: bytes, kept: Task) -> bytes | None:
-    """``task``'s JSON with the messages it shares with ``kept`` cut from ``kept_data``; None
-    when its history does not begin with all of ``kept``'s messages, the same objects."""
+#: the large tasks this process stored or read last (the stores' ``_codec.py`` encodes and
+#: decodes through it)
+KEPT = KeptTasks()
+
+
+def message_ids(task: Task) -> frozenset[str] | None:
+    """:meth:`KeptTasks.message_ids` of :data:`KEPT`."""
+    return KEPT.message_ids(task)
+
+
+def _appends_to(task: Task, kept: Task) -> bool:
+    """Whether ``task``'s history begins with all of ``kept``'s messages, the same objects."""
     old, new = kept.history, task.history
-    if not old or not new or len(new) < len(old) or not all(map(operator.is_, old, new)):
-        return None
+    return bool(old and new and len(new) >= len(old) and all(map(operator.is_, old, new)))
+
+
+def _spliced(task: Task, kept_data: bytes, kept: Task) -> bytes:
+    """``task``'s JSON with the messages it shares with ``kept`` (:func:`_appends_to`) cut
+    from ``kept_data``."""
+    old, new = kept.history or [], task.history or []
     head, tail = _around_history(kept)
     start = len(head) - 1 + len(_HISTORY_KEY)
     end = len(kept_data) - (1 if tail == b"{}" else len(tail))

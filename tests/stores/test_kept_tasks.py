@@ -22,7 +22,7 @@ from app.nodes import until_done_graph
 from llamon_agent import Agent
 from llamon_agent.a2a import task_json
 from llamon_agent.a2a.types import Artifact, DataPart, Message, Task, TaskStatus, TextPart
-from llamon_agent.stores import _codec
+from llamon_agent.stores import kept_tasks
 from llamon_agent.stores.kept_tasks import MIN_BYTES, KeptTasks, StaleKeptTaskError
 from tests.conftest import A2AClient, durable_db, serve, user_message
 
@@ -192,6 +192,30 @@ def test_the_suite_catches_a_kept_message_changed_in_place() -> None:
         kept.encode(then)
 
 
+# ---------------------------------------------------------------------------- message ids
+
+
+@pytest.mark.usefixtures("unverified")
+def test_the_message_ids_of_a_kept_task_and_of_the_versions_that_append_to_it() -> None:
+    kept = KeptTasks(min_bytes=1)
+    first = large_task(3)
+    assert first.history is not None
+    assert kept.message_ids(first) is None  # not kept
+    kept.encode(first)
+    ids = kept.message_ids(first)
+    assert ids == {m.message_id for m in first.history}
+    assert kept.message_ids(first) is ids  # asked once
+    added = message("more")
+    then = first.model_copy(update={"history": [*first.history, added]})
+    kept.encode(then)
+    assert kept.message_ids(then) == ids | {added.message_id}
+    assert kept.message_ids(first) is None  # no longer the version kept
+    # a version that does not append: its ids are its own, not the kept ones' plus
+    other = task([message("elsewhere")])
+    kept.encode(other)
+    assert kept.message_ids(other) == {other.history[0].message_id}  # type: ignore[index]
+
+
 # ---------------------------------------------------------------------------- on the wire
 
 
@@ -243,11 +267,33 @@ def rewrite_row(db: str, task_id: str, change: Any) -> None:
 
 
 @pytest.mark.usefixtures("backend")
+async def test_a_message_id_from_early_in_a_long_history_is_refused_as_delivered(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The duplicate check of a long history reads the kept ids: the first answer's id, 60
+    messages back, is still a duplicate, and the task stays as it was."""
+    monkeypatch.setattr(kept_tasks, "KEPT", KeptTasks())  # the server's own
+    async with serve([notes_agent()], db=durable_db(tmp_path)) as client:
+        found = await long_task(client, 30)
+        first_answer = found["history"][2]
+        assert first_answer["role"] == "user" and len(found["history"]) == 61
+        again = user_message("again", task_id=found["id"], context_id=found["contextId"])
+        again["messageId"] = first_answer["messageId"]
+        body = await client.call("message/send", {"message": again})
+        assert body["error"]["data"] == {"taskId": found["id"],
+                                         "messageId": first_answer["messageId"],
+                                         "reason": "duplicate message"}
+        assert await client.result("tasks/get", {"id": found["id"]}) == found
+        fresh = await answer(client, found, "a new one")  # a new id is taken
+        assert fresh["history"][-1]["parts"][0]["text"] == "a new one"
+
+
+@pytest.mark.usefixtures("backend")
 async def test_a_long_task_is_answered_without_decoding_it_and_a_row_written_elsewhere_is_read(
     tmp_path: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     kept = KeptTasks()  # the server's own: tasks of 16 KiB and more
-    monkeypatch.setattr(_codec, "KEPT", kept)
+    monkeypatch.setattr(kept_tasks, "KEPT", kept)
     decoded: list[int] = []
     validate = Task.model_validate_json
 

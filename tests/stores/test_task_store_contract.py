@@ -16,7 +16,7 @@ import pytest
 from llamon_agent.a2a.types import Task, TaskStatus
 from llamon_agent.core.principal import context_key
 from llamon_agent.errors import UnreadableTaskError
-from llamon_agent.stores import _codec
+from llamon_agent.stores import kept_tasks
 from llamon_agent.stores.base import Pending, StoredTask, TaskStore, UnreadableRow
 from llamon_agent.stores.kept_tasks import KeptTasks, StaleKeptTaskError
 from llamon_agent.stores.memory import InMemoryTaskStore
@@ -128,7 +128,7 @@ async def test_mutating_a_read_never_changes_what_is_stored(
     got.task.history.clear()
     with pytest.raises(StaleKeptTaskError, match="t1"):
         await backend.tasks.get("t1")
-    monkeypatch.setattr(_codec, "KEPT", KeptTasks(min_bytes=1))  # this process forgets it
+    monkeypatch.setattr(kept_tasks, "KEPT", KeptTasks(min_bytes=1))  # this process forgets it
     stored = await backend.tasks.get("t1")
     assert stored is not None and stored.task.history is not None
     assert len(stored.task.history) == 1
