@@ -26,7 +26,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from ..errors import UnreadableTaskError
 from .pg_saver import InlinePostgresSaver
-from .postgres import LATEST_IN_CONTEXT, decode_task_row
+from .postgres import LATEST_IN_CONTEXT, binary_cursor, decode_task_row
 from .turn_writes import TurnWrites
 
 __all__ = ["PostgresClaimReads"]
@@ -49,7 +49,7 @@ class PostgresClaimReads:
         async with (
             self._pool.connection() as conn,
             conn.cursor(row_factory=tuple_row) as claim,
-            conn.cursor(row_factory=tuple_row) as task,
+            binary_cursor(conn) as task,
         ):
             async with conn.pipeline():  # its end sends the Sync: both run, and commit
                 await claim.execute(claim_sql, params)
