@@ -13,7 +13,8 @@ event loop and encoded the next version in 7.8 ms, most of the 42 ms of CPU it c
 * **encoding**: a turn only appends to the history (``runtime/collect.py``), so when the kept
   version's messages are the first messages of the new version, the same objects, their JSON
   is cut from the kept bytes and only the rest (the new messages, the status, the artifacts)
-  is encoded. The result is byte for byte ``Task.to_json()``.
+  is encoded. The result is byte for byte ``Task.to_json()``: only bytes this process encoded
+  are cut from (a row decoded from elsewhere may hold fields the model drops).
 
 The runtime never changes a task or a message in place (``a2a/task_json.py``), so one object
 may go to every reader, and a message's JSON never goes stale. With ``task_json.VERIFY`` set
@@ -61,6 +62,10 @@ class _Kept(NamedTuple):
     data: bytes  # the task's JSON, as stored
     task: Task  # what it decodes to
     ids: frozenset[str] | None  # its messages' ids, once asked for (carried to later versions)
+    #: ``data`` is ``task.to_json()``, encoded here: only such bytes are spliced from. A row
+    #: decoded from elsewhere may hold what the model drops (an unknown field) or writes
+    #: otherwise (an alias, a default left out), which its JSON would carry on
+    encoded: bool
 
 
 class KeptTasks:
@@ -91,7 +96,8 @@ class KeptTasks:
                 return None
             self._entries.move_to_end(task_id)
         task = entry.task
-        if task_json.VERIFY and task.to_json() != data:
+        if task_json.VERIFY and (task.to_json() != data if entry.encoded
+                                 else task != Task.model_validate_json(data)):
             raise StaleKeptTaskError(f"task {task_id} was changed in place after it was kept")
         return task
 
@@ -109,14 +115,14 @@ class KeptTasks:
             appends = _appends_to(task, entry.task)
             known = task_json.known_json(task)
             if known is None:
-                known = (_spliced(task, entry.data, entry.task) if appends else None
-                         ) or task.to_json()
+                known = (_spliced(task, entry.data, entry.task) if appends and entry.encoded
+                         else None) or task.to_json()
                 task_json.remember_json(task, known)
             data = known
             ids = (entry.ids.union(map(_MESSAGE_ID, (task.history or ())[len(old or ()):]))
                    if appends and entry.ids is not None else None)
         if len(data) >= self.min_bytes:
-            self.remember(task.id, data, task, ids)
+            self.remember(task.id, data, task, ids, encoded=True)
         return data
 
     def message_ids(self, task: Task) -> frozenset[str] | None:
@@ -135,16 +141,16 @@ class KeptTasks:
         return ids
 
     def remember(self, task_id: str, data: bytes | str, task: Task,
-                 ids: frozenset[str] | None = None) -> None:
+                 ids: frozenset[str] | None = None, *, encoded: bool = False) -> None:
         """Keep ``task`` as what ``data`` (its JSON, as stored) decodes to; ``ids``: its
-        messages' ids, if known."""
+        messages' ids, if known; ``encoded``: ``data`` is ``task.to_json()``."""
         if type(data) is not bytes or len(data) < self.min_bytes:
             return
         with self._lock:
             self._drop(task_id)
             if len(data) > self._max_bytes:
                 return
-            self._entries[task_id] = _Kept(data, task, ids)
+            self._entries[task_id] = _Kept(data, task, ids, encoded)
             self._bytes += len(data)
             while self._bytes > self._max_bytes:
                 _, dropped = self._entries.popitem(last=False)
