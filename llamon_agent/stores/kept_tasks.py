@@ -108,7 +108,7 @@ class KeptTasks:
         entry = self._entries.get(task.id)
         if entry is None:  # nothing kept to splice from: most tasks
             data, ids = task_json.task_json(task), None
-        elif entry.task is task:
+        elif entry.task is task and entry.encoded:
             data, ids = entry.data, entry.ids
         else:
             old = entry.task.history
