@@ -33,7 +33,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,7 +43,8 @@ import orjson
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.hitl_client import send_body
-from bench.in_process import call_raw, task_id_in_state
+from bench.in_process import call_raw, database, task_id_in_state
+from bench.langgraph_alone import CLK_TCK, backend_cpu
 from bench.sweep_scale import save, timed
 
 CALLS = ("answer", "get")
@@ -66,24 +67,6 @@ class Mark:
             out[f"{call}_ms"] = statistics.median(self.ms[call])
             out[f"{call}_stall_ms"] = statistics.median(self.stall_ms[call])
         return out
-
-
-@contextlib.contextmanager
-def storage(kind: str, folder: str) -> Iterator[tuple[str, Callable[[], float]]]:
-    """(``create_app``'s ``db``, a clock of the CPU seconds the database's own processes used:
-    none on SQLite, whose work is the server's)."""
-    if kind == "sqlite":
-        yield str(Path(folder) / f"long-{uuid.uuid4().hex}.sqlite3"), lambda: 0.0
-        return
-    from bench.langgraph_alone import CLK_TCK
-    from bench.pgdb import _postgres_processes, fresh_database
-    from bench.procs import cpu_ticks
-
-    def backends_cpu() -> float:  # the pool's connections live through the run
-        return sum(cpu_ticks(pid) for pid in _postgres_processes(db.name)[0]) / CLK_TCK
-
-    with fresh_database("on") as db:
-        yield db.url, backends_cpu
 
 
 class Task:
@@ -122,14 +105,16 @@ class Task:
                              "params": {"id": self.id}})
 
 
-async def measured(call: Callable[[], Awaitable[None]], database_cpu: Callable[[], float],
-                   mark: Mark, name: str, repeat: int) -> None:
+async def measured(call: Callable[[], Awaitable[None]], database: str | None, mark: Mark,
+                   name: str, repeat: int) -> None:
     """``repeat`` calls for the CPU (their mean: PostgreSQL's backends count in clock ticks),
     then ``repeat`` more, each timed with the loop's stalls (whose probe costs CPU too)."""
-    cpu = time.process_time() + database_cpu()
-    for _ in range(repeat):
-        await call()
-    mark.cpu_ms[name] = (time.process_time() + database_cpu() - cpu) * 1e3 / repeat
+    cpu = time.process_time()
+    with backend_cpu(database) as pg:
+        for _ in range(repeat):
+            await call()
+    backend = pg.backend_ticks / CLK_TCK if pg is not None else 0.0
+    mark.cpu_ms[name] = (time.process_time() - cpu + backend) * 1e3 / repeat
     for _ in range(repeat):
         ms, stall = await timed(call)
         mark.ms[name].append(ms)
@@ -142,7 +127,7 @@ async def measure(kind: str, at: list[int], chars: int, repeat: int) -> list[Mar
 
     marks = []
     with tempfile.TemporaryDirectory(prefix="long-history-") as folder, \
-            storage(kind, folder) as (db, database_cpu):
+            database(kind, folder) as (db, name):
         app = create_app(AGENTS, db=db)
         async with app.router.lifespan_context(app):
             task = Task(app, chars)
@@ -150,10 +135,10 @@ async def measure(kind: str, at: list[int], chars: int, repeat: int) -> list[Mar
             for count in at:
                 while task.taken < count:
                     await task.answer()
-                mark = Mark(answers=count, messages=await task.messages())
-                await measured(task.answer, database_cpu, mark, "answer", repeat)
-                await measured(task.get, database_cpu, mark, "get", repeat)
-                mark.task_bytes = await stored_bytes(db, task.id)
+                mark = Mark(answers=count, messages=await task.messages(),
+                            task_bytes=await stored_bytes(db, task.id))
+                await measured(task.answer, name, mark, "answer", repeat)
+                await measured(task.get, name, mark, "get", repeat)
                 marks.append(mark)
     return marks
 
