@@ -2,7 +2,7 @@
 event loop's longest stall meanwhile, and a ``tasks/get`` of the task.
 
     .venv/bin/python bench/long_history.py [--db sqlite|postgres] [--at 100,500,1000,2000]
-        [--answer-chars 1] [--repeat 10] [--name long-history]
+        [--answer-chars 1] [--repeat 10] [--replicas 1] [--name long-history]
 
 A task's row is its whole history, and an ``until-done`` task (the example agents) takes one
 answer after another: every answer adds two messages (the question it answers, then the
@@ -20,6 +20,11 @@ then ``--repeat`` ``tasks/get`` of it run for their CPU, the mean a call
 PostgreSQL), then as many again, each timed: wall time and the event loop's longest stall
 meanwhile (``sweep_scale.timed``), medians. The answers measured are answers taken too.
 Results: bench/results/NAME.md and .json.
+
+``--replicas 2`` (PostgreSQL): two apps on the one database, every request to the next in turn
+as a round-robin balancer sends them, so that each answer reads the row the other replica
+wrote. Each app has the kept tasks of a process of its own (``stores/kept_tasks.py``'s
+``KEPT``, swapped in for each of its requests: they run one at a time).
 """
 
 from __future__ import annotations
@@ -46,6 +51,7 @@ from bench.hitl_client import send_body
 from bench.in_process import call_raw, database, task_id_in_state
 from bench.langgraph_alone import CLK_TCK, backend_cpu
 from bench.sweep_scale import save, timed
+from llamon_agent.stores import kept_tasks
 
 CALLS = ("answer", "get")
 _HEADINGS = {"answer": "answer", "get": "`tasks/get`"}
@@ -74,30 +80,41 @@ class Task:
     (``in_process.call_raw``); an answer is checked by its head only, so that the client's
     parsing of a large answer is not counted as the server's work."""
 
-    def __init__(self, app: Any, chars: int) -> None:
-        self.app = app
+    def __init__(self, apps: list[Any], chars: int) -> None:
+        self.apps = apps
+        #: each app's own, as each process of a replica has its own
+        self.kept = [kept_tasks.KeptTasks() for _ in apps]
+        self.calls = 0
         self.text = "x" * chars
         self.id = ""
         self.context_id = uuid.uuid4().hex
         self.taken = 0
 
+    def app(self) -> Any:
+        """The next replica's app, its kept tasks in place."""
+        replica = self.calls % len(self.apps)
+        self.calls += 1
+        kept_tasks.KEPT = self.kept[replica]
+        return self.apps[replica]
+
     async def start(self) -> None:
-        answer = await call_raw(self.app, send_body("until-done", "start",
-                                                    context_id=self.context_id))
+        answer = await call_raw(self.app(), send_body("until-done", "start",
+                                                      context_id=self.context_id))
         self.id = task_id_in_state(answer, "input-required")
 
     async def answer(self) -> None:
-        answer = await call_raw(self.app, send_body("until-done", self.text,
-                                                    context_id=self.context_id, task_id=self.id))
+        answer = await call_raw(self.app(), send_body("until-done", self.text,
+                                                      context_id=self.context_id,
+                                                      task_id=self.id))
         task_id_in_state(answer, "input-required")
         self.taken += 1
 
     async def get(self) -> None:
-        task_id_in_state(await call_raw(self.app, self._get_body()), "input-required")
+        task_id_in_state(await call_raw(self.app(), self._get_body()), "input-required")
 
     async def messages(self) -> int:
         """Messages in the task's history (parsed whole: not measured)."""
-        found = orjson.loads(await call_raw(self.app, self._get_body()))["result"]
+        found = orjson.loads(await call_raw(self.app(), self._get_body()))["result"]
         return len(found.get("history", []))
 
     def _get_body(self) -> bytes:
@@ -121,16 +138,21 @@ async def measured(call: Callable[[], Awaitable[None]], database: str | None, ma
         mark.stall_ms[name].append(stall)
 
 
-async def measure(kind: str, at: list[int], chars: int, repeat: int) -> list[Mark]:
+async def measure(kind: str, at: list[int], chars: int, repeat: int,
+                  replicas: int = 1) -> list[Mark]:
     from app.main import AGENTS
     from llamon_agent import create_app
 
     marks = []
+    kept = kept_tasks.KEPT
     with tempfile.TemporaryDirectory(prefix="long-history-") as folder, \
-            database(kind, folder) as (db, name):
-        app = create_app(AGENTS, db=db)
-        async with app.router.lifespan_context(app):
-            task = Task(app, chars)
+            database(kind, folder) as (db, name), contextlib.ExitStack() as restore:
+        restore.callback(setattr, kept_tasks, "KEPT", kept)
+        apps = [create_app(AGENTS, db=db) for _ in range(replicas)]
+        async with contextlib.AsyncExitStack() as running:
+            for app in apps:
+                await running.enter_async_context(app.router.lifespan_context(app))
+            task = Task(apps, chars)
             await task.start()
             for count in at:
                 while task.taken < count:
@@ -178,14 +200,19 @@ def main() -> None:
                    help="answers taken at each measurement, comma-separated, increasing")
     p.add_argument("--answer-chars", type=int, default=1)
     p.add_argument("--repeat", type=int, default=10)
+    p.add_argument("--replicas", type=int, choices=(1, 2), default=1,
+                   help="apps on the one database, each request to the next (PostgreSQL)")
     p.add_argument("--name", default="long-history")
     args = p.parse_args()
     at = [int(c) for c in args.at.split(",")]
     if at != sorted(set(at)) or at[0] < 0 or args.repeat < 1 or args.answer_chars < 1:
         p.error("--at must be increasing counts >= 0, --repeat and --answer-chars >= 1")
+    if args.replicas > 1 and args.db != "postgres":
+        p.error("--replicas 2 needs --db postgres: replicas share a PostgreSQL database")
     logging.disable(logging.WARNING)
-    marks = asyncio.run(measure(args.db, at, args.answer_chars, args.repeat))
-    save(args.name, report(args.db, marks, args.repeat, args.answer_chars),
+    marks = asyncio.run(measure(args.db, at, args.answer_chars, args.repeat, args.replicas))
+    kind = args.db if args.replicas == 1 else f"{args.db}, {args.replicas} replicas in turn"
+    save(args.name, report(kind, marks, args.repeat, args.answer_chars),
          [{**asdict(m), "medians": m.medians()} for m in marks])
 
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from bench.long_history import CALLS, Mark, measure, report
+from bench.long_history import CALLS, Mark, Task, measure, report
+from llamon_agent.stores import kept_tasks
 
 
 async def test_each_mark_has_its_history_and_every_call_is_timed() -> None:
@@ -30,6 +31,27 @@ async def test_a_postgres_database_is_answered_and_measured_the_same_way() -> No
     assert [(m.answers, m.messages) for m in marks] == [(2, 5)]
     assert marks[0].task_bytes > 0
     assert all(marks[0].cpu_ms[c] > 0 and len(marks[0].ms[c]) == 1 for c in CALLS)
+
+
+@pytest.mark.usefixtures("postgres_url")
+async def test_two_replicas_take_the_requests_in_turn_each_with_its_own_kept_tasks(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    served: list[int] = []
+    next_app = Task.app
+
+    def counted(self: Task) -> object:
+        app = next_app(self)
+        served.append(self.apps.index(app))
+        assert kept_tasks.KEPT is self.kept[served[-1]]
+        return app
+
+    monkeypatch.setattr(Task, "app", counted)
+    suite_kept = kept_tasks.KEPT
+    marks = await measure("postgres", [2], chars=1, repeat=1, replicas=2)
+    assert [(m.answers, m.messages) for m in marks] == [(2, 5)]
+    assert served == [0, 1] * (len(served) // 2) and len(served) >= 6
+    assert kept_tasks.KEPT is suite_kept  # put back
 
 
 def test_the_report_reads_the_means_and_medians() -> None:

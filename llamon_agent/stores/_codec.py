@@ -141,11 +141,7 @@ def decode(
         if task_id is None or len(task_json) < kept_now.min_bytes:
             task = Task.model_validate_json(task_json)
         else:
-            kept = kept_now.recall(task_id, task_json)
-            if kept is None:
-                kept = Task.model_validate_json(task_json)
-                kept_now.remember(task_id, task_json, kept)
-            task = kept
+            task = kept_now.decode(task_id, task_json)
     except (ValueError, ValidationError, RecursionError) as exc:  # orjson's error is a ValueError
         raise UnreadableTaskError(task_id, str(exc)) from None
     return StoredTask(

@@ -8,8 +8,13 @@ event loop and encoded the next version in 7.8 ms, most of the 42 ms of CPU it c
 
 * **decoding**: its row holds the bytes this process wrote at the end of the first turn, and
   equal bytes decode to an equal task, so the object that was encoded then is used again (the
-  comparison is a ``memcmp``). A row written elsewhere (another replica, an older release, a
-  hand edit) differs and is decoded.
+  comparison is a ``memcmp``). A row that another replica of this release wrote for the
+  next turn holds the kept version's messages, byte for byte, with new ones after them and
+  another status: those bytes are cut out and only the rest is decoded, then put together
+  with the kept messages (two replicas on PostgreSQL answering a task of 4,001 messages in
+  turn: 32 ms of the loop an answer when each decoded it whole, 1.7 ms now; round thirty-six).
+  Any other row (an older or newer release's, a hand edit, a history that does not begin with
+  the kept one) is decoded whole.
 * **encoding**: a turn only appends to the history (``runtime/collect.py``), so when the kept
   version's messages are the first messages of the new version, the same objects, their JSON
   is cut from the kept bytes and only the rest (the new messages, the status, the artifacts)
@@ -99,6 +104,63 @@ class KeptTasks:
         if task_json.VERIFY and (task.to_json() != data if entry.encoded
                                  else task != Task.model_validate_json(data)):
             raise StaleKeptTaskError(f"task {task_id} was changed in place after it was kept")
+        return task
+
+    def decode(self, task_id: str, data: bytes | str) -> Task:
+        """The task a stored row of ``task_id`` decodes to: the kept object when the bytes are
+        the kept ones (:meth:`recall`); when they are the kept version with messages appended
+        and another status, as another replica writes the next turn, the kept messages and
+        only the rest decoded (:meth:`_appended`); else the row decoded whole. The task is
+        kept as what ``data`` decodes to. Raises what ``Task.model_validate_json`` raises."""
+        task = self.recall(task_id, data)
+        if task is None:
+            task = self._appended(task_id, data)
+        if task is None:
+            task = Task.model_validate_json(data)
+            self.remember(task_id, data, task)
+        return task
+
+    def _appended(self, task_id: str, data: bytes | str) -> Task | None:
+        """The task ``data`` decodes to, if it is the kept version's JSON with other fields
+        around the history and messages appended to it, decoded without those messages: the
+        kept bytes' history, ``[m1,...,mN``, is found in ``data`` after a ``"history"`` key and
+        cut out, and what is left, a task with the new messages alone, is decoded. None if
+        it is not (the row decoded whole then).
+
+        What is left must be exactly ``to_json()`` of what it decodes to, the history key cut
+        at being that task's own: then ``data`` is byte for byte ``to_json()`` of that task
+        with the kept messages put back before its own (each message's JSON stands alone).
+        Only bytes this process encoded are cut from, as in :meth:`encode`."""
+        entry = self._entries.get(task_id)
+        if type(data) is not bytes or entry is None or not entry.encoded or not entry.task.history:
+            return None
+        head, tail = _around_history(entry.task)
+        start = len(head) - 1 + len(_HISTORY_KEY)
+        end = len(entry.data) - (1 if tail == b"{}" else len(tail))
+        shared = memoryview(entry.data)[start:end - 1]  # "[m1,...,mN": the kept messages
+        at = data.find(_HISTORY_KEY)
+        while at != -1:
+            after = at + len(_HISTORY_KEY) + len(shared)
+            if data.startswith(shared, at + len(_HISTORY_KEY)) and data[after:after + 1] in (
+                    b"]", b","):
+                break
+            at = data.find(_HISTORY_KEY, at + 1)
+        else:
+            return None
+        rest = data[after + 1:] if data[after:after + 1] == b"," else data[after:]
+        left = b"".join((data[:at], _HISTORY_KEY, b"[", rest))
+        try:
+            newer = Task.model_validate_json(left)
+        except (ValueError, RecursionError):  # pydantic's ValidationError is a ValueError
+            return None  # the whole row is decoded, and says what is wrong with it
+        if newer.to_json() != left or len(_around_history(newer)[0]) - 1 != at:
+            return None
+        added = newer.history or []
+        task = newer.model_copy(update={"history": [*entry.task.history, *added]})
+        if task_json.VERIFY and task.to_json() != data:
+            raise StaleKeptTaskError(f"task {task_id}: the appended row decoded otherwise")
+        ids = (entry.ids.union(map(_MESSAGE_ID, added)) if entry.ids is not None else None)
+        self.remember(task_id, data, task, ids, encoded=True)
         return task
 
     def encode(self, task: Task) -> bytes:

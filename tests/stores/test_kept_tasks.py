@@ -192,6 +192,107 @@ def test_the_suite_catches_a_kept_message_changed_in_place() -> None:
         kept.encode(then)
 
 
+# ---------------------------------------------------------------------------- another replica's row
+
+
+def shares_kept_messages(got: Task, kept: Task) -> bool:
+    """Whether ``got`` holds ``kept``'s message objects: the new row was not decoded whole."""
+    old, new = kept.history or [], got.history or []
+    return len(new) >= len(old) > 0 and all(a is b for a, b in zip(old, new, strict=False))
+
+
+def next_turn_elsewhere(stored: bytes, added: list[Message], **update: Any) -> bytes:
+    """The next version's row as another replica writes it: it reads ``stored`` whole (it has
+    nothing kept), appends ``added`` and changes ``update``'s fields."""
+    there = KeptTasks(min_bytes=1)
+    theirs = there.decode("t-1", stored)
+    then = theirs.model_copy(update={"history": [*(theirs.history or []), *added], **update})
+    row = there.encode(then)
+    assert row == then.to_json()
+    return row
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(before=st.lists(messages(), min_size=1, max_size=6),
+       added=st.lists(messages(), max_size=3),
+       status=statuses(), new_status=statuses(), arts=artifacts(), new_arts=artifacts(),
+       meta=metadata, new_meta=metadata, more=messages())
+def test_a_row_another_replica_appended_to_is_decoded_from_its_new_part(
+    before: list[Message], added: list[Message], status: TaskStatus, new_status: TaskStatus,
+    arts: list[Artifact] | None, new_arts: list[Artifact] | None,
+    meta: dict[str, Any] | None, new_meta: dict[str, Any] | None, more: Message,
+) -> None:
+    here = KeptTasks(min_bytes=1)
+    first = task(before, status=status, artifacts=arts, metadata=meta)
+    row = next_turn_elsewhere(here.encode(first), added, status=new_status,
+                              artifacts=new_arts, metadata=new_meta)
+    got = here.decode("t-1", row)
+    assert got == Task.model_validate_json(row)
+    assert got.to_json() == row
+    assert shares_kept_messages(got, first)
+    assert here.recall("t-1", row) is got
+    # its bytes are this process's encoding now: the next version is spliced from them
+    later = got.model_copy(update={"history": [*(got.history or []), more]})
+    assert here.encode(later) == later.to_json()
+
+
+@pytest.mark.usefixtures("unverified")
+def test_a_row_that_is_not_the_kept_one_appended_to_is_decoded_whole() -> None:
+    first = large_task(3)
+    assert first.history is not None
+    stored = first.to_json()
+    replaced = first.history[0].model_copy(
+        update={"parts": [TextPart(kind="text", text="other words")]})
+    newer = message("from a newer release").to_json()[:-1] + b',"fromANewerRelease":true}'
+    rows = {
+        "an earlier message changed": next_turn_elsewhere(stored, [message("more")], history=[
+            replaced, *first.history[1:]]),
+        "a message dropped": next_turn_elsewhere(stored, [], history=first.history[1:]),
+        "a field the model drops, in a new message": stored[:-2] + b"," + newer + b"]}",
+        "the kept messages' JSON written otherwise": stored.replace(b'"kind":"message",', b""),
+    }
+    for why, row in rows.items():
+        assert row != stored, why
+        here = KeptTasks(min_bytes=1)
+        here.encode(first)
+        got = here.decode("t-1", row)
+        assert got == Task.model_validate_json(row), why
+        assert not shares_kept_messages(got, first), why
+        # decoded whole: its next version is encoded whole, not spliced from bytes it did not write
+        later = got.model_copy(update={"history": [*(got.history or []), message("more")]})
+        assert here.encode(later) == later.to_json(), why
+
+
+@pytest.mark.usefixtures("unverified")
+def test_the_kept_messages_inside_the_status_are_not_taken_for_the_history() -> None:
+    """A ``"history"`` key before the task's own, holding the kept messages' very JSON: the
+    cut there leaves a task whose history key is elsewhere, so the row is decoded whole."""
+    first = large_task(3)
+    assert first.history is not None
+    quoted = [orjson.loads(m.to_json()) for m in first.history]
+    status = TaskStatus(state="input-required", message=Message(
+        message_id="q", role="agent", parts=[DataPart(kind="data", data={
+            "n": 1, "history": quoted})]))
+    row = next_turn_elsewhere(first.to_json(), [message("more")], status=status)
+    assert row.index(b',"history":[' + first.to_json().split(b',"history":[')[1][:200]) < (
+        row.index(b'"status"') + len(status.to_json()))  # the quoted messages come first
+    here = KeptTasks(min_bytes=1)
+    here.encode(first)
+    got = here.decode("t-1", row)
+    assert got == Task.model_validate_json(row)
+    assert got.to_json() == row
+
+
+def test_an_unreadable_row_after_the_kept_messages_raises_as_a_whole_decoding_does() -> None:
+    here = KeptTasks(min_bytes=1)
+    first = large_task(3)
+    stored = here.encode(first)
+    broken = stored[:-2] + b',{"kind":"message"}]}'  # a message without its fields
+    with pytest.raises(ValueError, match="message"):
+        here.decode("t-1", broken)
+    assert here.recall("t-1", stored) is first  # what was kept stays
+
+
 # ---------------------------------------------------------------------------- message ids
 
 
@@ -335,3 +436,44 @@ async def test_a_long_task_is_answered_without_decoding_it_and_a_row_written_els
         deleted = await client.http.delete(f"/contexts/{found['contextId']}")
         assert deleted.status_code == 200, deleted.text
         assert kept.held_bytes == 0  # a deleted task leaves nothing behind in memory either
+
+
+async def test_two_replicas_answering_a_long_task_in_turn_decode_only_what_the_other_added(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two replicas on one PostgreSQL database, each with the kept tasks of its own process
+    (swapped in for each of its requests), answer one long task in turn: each reads a row the
+    other wrote. Before, each answer decoded the whole task there."""
+    replicas = [KeptTasks(), KeptTasks()]  # the server's own: tasks of 16 KiB and more
+    decoded: list[int] = []
+    validate = Task.model_validate_json
+
+    def counted(data: Any, *args: Any, **kwargs: Any) -> Task:
+        decoded.append(len(data))
+        return validate(data, *args, **kwargs)
+
+    monkeypatch.setattr(Task, "model_validate_json", counted)
+    async with serve([notes_agent()], db=postgres_url) as first, \
+            serve([notes_agent()], db=postgres_url) as second:
+        clients = (first, second)
+
+        def on(replica: int) -> A2AClient:
+            monkeypatch.setattr(kept_tasks, "KEPT", replicas[replica])
+            return clients[replica]
+
+        found = await on(0).send("start", agent_id="until-done")
+        for n in range(60):
+            found = await answer(on(n % 2), found, f"{n:03d} " + "x" * 196)
+        assert all(kept.held_bytes >= MIN_BYTES for kept in replicas)
+        decoded.clear()
+        for n in range(4):
+            found = await answer(on(n % 2), found, f"turn {n}")
+            assert decoded and max(decoded) < 2 * KiB, decoded  # the other's new part alone
+            decoded.clear()
+        assert [m["parts"][0]["text"] for m in found["history"] if m["role"] == "user"][-5:] == [
+            "059 " + "x" * 196, "turn 0", "turn 1", "turn 2", "turn 3"]
+        assert len(found["history"]) == 1 + 2 * 64
+        for replica in (0, 1):
+            assert await on(replica).result("tasks/get", {"id": found["id"]}) == found
+        # the first replica decodes the second's last turn, the second has its own row
+        assert len(decoded) == 1 and decoded[0] < 2 * KiB, decoded
