@@ -55,6 +55,8 @@ MAX_BYTES = 8 * 1024 * KiB
 _BEFORE_HISTORY = {"kind", "id", "context_id", "status"}
 _AFTER_HISTORY = {"artifacts", "metadata"}
 _HISTORY_KEY = b',"history":'
+#: ``"history"`` keys of a row looked at for the kept messages (:meth:`KeptTasks._appended`)
+_HISTORY_KEYS_LOOKED_AT = 8
 _serializer = Task.__pydantic_serializer__
 _MESSAGE_ID = operator.attrgetter("message_id")
 
@@ -138,8 +140,13 @@ class KeptTasks:
         start = len(head) - 1 + len(_HISTORY_KEY)
         end = len(entry.data) - (1 if tail == b"{}" else len(tail))
         shared = memoryview(entry.data)[start:end - 1]  # "[m1,...,mN": the kept messages
+        # the task's own key follows its status, whose data parts and metadata may hold keys
+        # of that name too: a few are looked at, each compared with the kept messages' bytes
+        # until they differ, so that a status made of such keys costs a bounded number of scans
         at = data.find(_HISTORY_KEY)
-        while at != -1:
+        for _ in range(_HISTORY_KEYS_LOOKED_AT):
+            if at == -1:
+                return None
             after = at + len(_HISTORY_KEY) + len(shared)
             if data.startswith(shared, at + len(_HISTORY_KEY)) and data[after:after + 1] in (
                     b"]", b","):

@@ -477,3 +477,27 @@ async def test_two_replicas_answering_a_long_task_in_turn_decode_only_what_the_o
             assert await on(replica).result("tasks/get", {"id": found["id"]}) == found
         # the first replica decodes the second's last turn, the second has its own row
         assert len(decoded) == 1 and decoded[0] < 2 * KiB, decoded
+
+
+@pytest.mark.usefixtures("unverified")
+def test_a_status_full_of_history_keys_is_looked_through_a_bounded_number_of_times(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each ``"history"`` key before the task's own is compared with the kept messages' bytes:
+    a status holding thousands of them, each followed by most of those bytes, would cost that
+    many scans of them. A few are looked at; past them, the row is decoded whole."""
+    first = large_task(3)
+    assert first.history is not None
+    quoted = [orjson.loads(m.to_json()) for m in first.history]
+    keys = {f"k{n}": {"n": n, "history": quoted[:2]} for n in range(200)}
+    status = TaskStatus(state="input-required", message=Message(
+        message_id="q", role="agent", parts=[DataPart(kind="data", data=keys)]))
+    row = next_turn_elsewhere(first.to_json(), [message("more")], status=status)
+    for looked_at, shared in ((kept_tasks._HISTORY_KEYS_LOOKED_AT, False), (201, True)):
+        monkeypatch.setattr(kept_tasks, "_HISTORY_KEYS_LOOKED_AT", looked_at)
+        here = KeptTasks(min_bytes=1)
+        here.encode(first)
+        got = here.decode("t-1", row)
+        assert got == Task.model_validate_json(row)
+        # past the keys looked at, the task's own (the 201st) is not reached
+        assert shares_kept_messages(got, first) is shared
