@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -13,9 +13,9 @@ from ..core.deadlines import OnExpiry
 from ..core.principal import ANONYMOUS, context_key, split_key
 from ..errors import UnreadableTaskError
 
-__all__ = ["LIST_LIMIT", "DeletedTask", "Expiry", "ListedTask", "Pending", "Prunable",
+__all__ = ["LIST_LIMIT", "LIST_PAGE_BYTES", "DeletedTask", "Expiry", "ListedTask", "Pending", "Prunable",
            "StoredTask", "TaskCursor", "TaskPage", "TaskQuery", "TaskStore", "UnreadableRow",
-           "check_listing", "listed_task", "listing_condition"]
+           "check_listing", "listed_task", "listing_condition", "page_length"]
 
 log = logging.getLogger(__name__)
 
@@ -147,6 +147,12 @@ class UnreadableRow:
 
 #: the most tasks one ``list_tasks`` call returns (the A2A edge bounds a page lower)
 LIST_LIMIT = 1000
+#: stored bytes of the task rows one ``list_tasks`` page reads: a page holds fewer tasks than
+#: its limit once its rows would pass this (always one at least). Every task listed is read and
+#: decoded whole, history included, whatever the listing shows of it, and a decoded history
+#: takes about ten times its JSON: a page of 100 tasks of 1.3 MB held 1 GB and took 4.6 s
+#: (bench/README.md, "Speed, round thirty-six")
+LIST_PAGE_BYTES = 4 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -209,6 +215,18 @@ def check_listing(query: TaskQuery, limit: int, after: TaskCursor | None) -> Non
     times = [query.updated_since, after.updated if after is not None else None]
     if not all(math.isfinite(t) for t in times if t is not None):
         raise ValueError("a listing's times must be finite")
+
+
+def page_length(sizes: Sequence[int], limit: int) -> int:
+    """How many of the rows matching a listing, in its order, one page reads: at most ``limit``,
+    and no more than fit in ``LIST_PAGE_BYTES`` of stored rows, one at least. ``sizes``: the
+    row sizes of (at least) the first ``limit`` rows in order."""
+    total = 0
+    for n, size in enumerate(sizes[:limit]):
+        total += size
+        if total > LIST_PAGE_BYTES and n > 0:
+            return n
+    return min(len(sizes), limit)
 
 
 def listed_task(decode: Callable[[], StoredTask], task_id: str, updated: float

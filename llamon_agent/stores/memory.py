@@ -19,6 +19,7 @@ from .base import (
     UnreadableRow,
     check_listing,
     listed_task,
+    page_length,
 )
 
 __all__ = ["InMemoryTaskStore"]
@@ -73,13 +74,13 @@ class InMemoryTaskStore:
         start = (matching if after is None else
                  [key for key in matching if key < (after.updated, after.id)])
         rows = start[:limit + 1]
+        length = page_length([len(self._rows[task_id][0]) for _, task_id in rows], limit)
         found = [listed_task(partial(self._decode, task_id), task_id, updated)
-                 for updated, task_id in rows[:limit]]
-        more = len(rows) > limit
+                 for updated, task_id in rows[:length]]
         return TaskPage(
             tasks=[task for task in found if task is not None],
             total=len(matching),
-            next=TaskCursor(*rows[limit - 1]) if more else None,
+            next=TaskCursor(*rows[length - 1]) if len(rows) > length else None,
         )
 
     def _decode(self, task_id: str) -> StoredTask:

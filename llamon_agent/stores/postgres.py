@@ -46,7 +46,9 @@ from .base import (
     check_listing,
     listed_task,
     listing_condition,
+    page_length,
 )
+from .offload import LARGE_BYTES
 from .pg_saver import InlinePostgresSaver
 from .push_base import NOTIFIED_STATES
 from .push_postgres import SCHEMA as PUSH_SCHEMA
@@ -353,19 +355,33 @@ class PostgresTaskStore:
         async with self._pool.connection() as conn, binary_cursor(conn) as cur:
             await cur.execute(f"SELECT COUNT(*) FROM llamon_tasks WHERE {where}", params)
             counted = await cur.fetchone()
+            # the page's rows are chosen by their sizes (``page_length``), then read: a row
+            # past the page is not read whole (``octet_length`` of a TOASTed value reads its
+            # pointer, not its bytes)
             await cur.execute(
-                f"SELECT {_COLUMNS}, updated FROM llamon_tasks WHERE {page_where}"
+                f"SELECT id, updated, octet_length(task) FROM llamon_tasks WHERE {page_where}"
                 ' ORDER BY updated DESC, id COLLATE "C" DESC LIMIT %s',
                 (*page_params, limit + 1),
             )
-            rows = await cur.fetchall()
-        found = [listed_task(partial(decode_task_row, row), row[6], float(row[8]))
-                 for row in rows[:limit]]
-        last = rows[limit - 1] if len(rows) > limit else None
+            heads = await cur.fetchall()
+            length = page_length([size for _, _, size in heads], limit)
+            ids = [task_id for task_id, _, _ in heads[:length]]
+            await cur.execute(f"SELECT {_COLUMNS}, updated FROM llamon_tasks WHERE id = ANY(%s)",
+                              (ids,))
+            by_id = {row[6]: row for row in await cur.fetchall()}
+        found = []
+        for task_id in ids:
+            row = by_id.get(task_id)  # None: deleted since the sizes were read
+            if row is None:
+                continue
+            if len(row[0]) >= LARGE_BYTES:
+                await asyncio.sleep(0)  # decoding it takes the loop: ready requests go first
+            found.append(listed_task(partial(decode_task_row, row), task_id, float(row[8])))
+        last = heads[length - 1] if len(heads) > length else None
         return TaskPage(
             tasks=[task for task in found if task is not None],
             total=int(counted[0]) if counted is not None else 0,
-            next=None if last is None else TaskCursor(float(last[8]), last[6]),
+            next=None if last is None else TaskCursor(float(last[1]), last[0]),
         )
 
     async def unfinished(self) -> list[StoredTask | UnreadableRow]:

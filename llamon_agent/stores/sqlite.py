@@ -43,6 +43,7 @@ from .base import (
     check_listing,
     listed_task,
     listing_condition,
+    page_length,
 )
 from .offload import LARGE_BYTES, Offload
 from .saver_signatures import signatures_worked_out_once
@@ -301,22 +302,24 @@ class SQLiteTaskStore:
         if after is not None:
             where += " AND (updated, id) < (?, ?)"
             params = (*params, after.updated, after.id)
-        page = (f"SELECT {_COLUMNS}, updated FROM {source} WHERE {where}"
-                " ORDER BY updated DESC, id DESC LIMIT ?", (*params, limit + 1))
+        # the page's rows are chosen by their sizes (``page_length``), then read: a row past
+        # the page is not read whole (a BLOB's length is in its header)
+        heads = (f"SELECT id, updated, length(task) FROM {source} WHERE {where}"
+                 " ORDER BY updated DESC, id DESC LIMIT ?", (*params, limit + 1))
         if self._offload is None:
-            total, rows = _listing(count, page, self._conn)
+            total, rows, last = _listing(count, heads, limit, self._conn)
         else:
-            total, rows = await self._offload.read(partial(_listing, count, page, snapshot=True))
+            total, rows, last = await self._offload.read(
+                partial(_listing, count, heads, limit, snapshot=True))
         found = []
-        for row in rows[:limit]:
+        for row in rows:
             if len(row[0]) >= LARGE_BYTES:
                 await asyncio.sleep(0)  # as in ``_decoded``: ready requests go first
             found.append(listed_task(partial(_decode, row), row[6], float(row[8])))
-        last = rows[limit - 1] if len(rows) > limit else None
         return TaskPage(
             tasks=[task for task in found if task is not None],
             total=int(total),
-            next=None if last is None else TaskCursor(float(last[8]), last[6]),
+            next=None if last is None else TaskCursor(float(last[1]), last[0]),
         )
 
     async def unfinished(self) -> list[StoredTask | UnreadableRow]:
@@ -619,18 +622,30 @@ _Statement = tuple[str, tuple[Any, ...]]
 
 
 def _listing(
-    count: _Statement, page: _Statement, conn: sqlite3.Connection, *, snapshot: bool = False
-) -> tuple[int, list[Any]]:
-    """A listing's count and page rows. On the loop's connection nothing runs between the two
-    statements; on the worker's, a write committed meanwhile would, so ``snapshot`` reads
-    both in one read transaction (ended here, so the WAL can be checkpointed past it)."""
-    if not snapshot:
-        return conn.execute(*count).fetchone()[0], conn.execute(*page).fetchall()
-    conn.execute("BEGIN")
+    count: _Statement, heads: _Statement, limit: int, conn: sqlite3.Connection, *,
+    snapshot: bool = False,
+) -> tuple[int, list[Any], Any | None]:
+    """A listing's count, its page's rows in order and the last listed row's ``(id, updated)``
+    when a page follows (else None). ``heads`` selects ``id, updated, length(task)`` of up to
+    ``limit + 1`` rows in order, from which ``page_length`` chooses the page's. On the loop's
+    connection nothing runs between the statements; on the worker's, a write committed
+    meanwhile would, so ``snapshot`` reads them in one read transaction (ended here, so the
+    WAL can be checkpointed past it)."""
+    if snapshot:
+        conn.execute("BEGIN")
     try:
-        return conn.execute(*count).fetchone()[0], conn.execute(*page).fetchall()
+        total = conn.execute(*count).fetchone()[0]
+        found = conn.execute(*heads).fetchall()
+        length = page_length([size or 0 for _, _, size in found], limit)
+        ids = [task_id for task_id, _, _ in found[:length]]
+        by_id = {row[6]: row for row in conn.execute(
+            f"SELECT {_COLUMNS}, updated FROM llamon_tasks WHERE id IN"
+            f" ({', '.join('?' * len(ids))})", ids)} if ids else {}
     finally:
-        conn.rollback()
+        if snapshot:
+            conn.rollback()
+    return (total, [by_id[task_id] for task_id in ids if task_id in by_id],
+            found[length - 1][:2] if len(found) > length else None)
 
 
 def _count_by_state(conn: sqlite3.Connection) -> list[Any]:

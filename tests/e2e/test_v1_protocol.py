@@ -18,6 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
+from llamon_agent.stores import base as stores_base
 from tests.auth.helpers import ALICE_KEY, BOB_KEY, KEYS, served
 from tests.conftest import A2AClient, assert_valid, parse_sse, rpc, serve
 from tests.e2e.test_streaming import slow_agent
@@ -452,6 +453,27 @@ async def test_list_tasks_pages_filters_and_totals(http: httpx.AsyncClient) -> N
                for t in (await list_tasks(http, includeArtifacts=False))["tasks"])
     with_artifacts = await list_tasks(http, status="TASK_STATE_COMPLETED", includeArtifacts=True)
     assert with_artifacts["tasks"][0]["artifacts"] == done["artifacts"]
+
+
+async def test_a_list_tasks_page_of_large_tasks_holds_fewer_than_its_size(
+    http: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every task listed is read whole, history included: a page stops once its tasks' stored
+    rows would pass ``LIST_PAGE_BYTES`` ("The service may return fewer than this value"), and
+    its ``nextPageToken`` goes on from there."""
+    here = new_context()
+    made = [await parked_then_canceled(http, here) for _ in range(4)]
+    row = len(json.dumps(await get_task(http, made[0]["id"])))  # about a stored row's size
+    monkeypatch.setattr(stores_base, "LIST_PAGE_BYTES", 2 * row + row // 2)
+    pages = [await list_tasks(http, contextId=here, pageSize=10)]
+    while pages[-1]["nextPageToken"]:
+        assert len(pages) < 5, "the token does not move"
+        pages.append(await list_tasks(http, contextId=here, pageSize=10,
+                                      pageToken=pages[-1]["nextPageToken"]))
+    assert [(p["pageSize"], p["totalSize"]) for p in pages] == [(10, 4)] * len(pages)
+    assert len(pages) >= 2 and all(1 <= len(p["tasks"]) <= 3 for p in pages)
+    seen = [t["id"] for p in pages for t in p["tasks"]]
+    assert sorted(seen) == sorted(t["id"] for t in made)  # each once
 
 
 @pytest.mark.parametrize("params", [

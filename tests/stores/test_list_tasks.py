@@ -16,6 +16,7 @@ import pytest
 
 from llamon_agent.a2a.types import Task, TaskStatus
 from llamon_agent.core.principal import context_key
+from llamon_agent.stores import base
 from llamon_agent.stores.base import (
     ListedTask,
     StoredTask,
@@ -320,6 +321,34 @@ async def test_an_unreadable_row_is_skipped_and_the_cursor_moves_past_it(
     # a page of nothing but the unreadable row still moves on
     only = await backend.tasks.list_tasks(ALICE, 1, after=TaskCursor(104.0, "t4"))
     assert (only.tasks, only.next) == ([], TaskCursor(103.0, "t3"))
+
+
+async def test_a_page_holds_no_more_stored_bytes_than_the_bound(
+    backend: Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every task listed is read and decoded whole: a page of 100 tasks of 1.3 MB held 1 GB.
+    A page stops before the task that would take its rows past ``LIST_PAGE_BYTES`` (one task
+    at least, however large), and the next page starts there."""
+    sizes = {}
+    for n in range(7):
+        stored = await put(backend, f"t{n}", 1000.0 + n)
+        sizes[f"t{n}"] = len(stored.task.to_json())
+    assert len(set(sizes.values())) == 1  # every row the same size: "t0" to "t6" are as long
+    row = sizes["t0"]
+    monkeypatch.setattr(base, "LIST_PAGE_BYTES", 2 * row + row // 2)  # two and a half rows
+    pages = await every_page(backend.tasks, ALICE, 5)
+    assert [ids(p) for p in pages] == [["t6", "t5"], ["t4", "t3"], ["t2", "t1"], ["t0"]]
+    assert [p.total for p in pages] == [7, 7, 7, 7]
+    assert pages[0].next == TaskCursor(1005.0, "t5")
+    assert pages[2].next == TaskCursor(1001.0, "t1")
+    # exactly two rows' bytes still fit; a limit reached first ends the page as before
+    monkeypatch.setattr(base, "LIST_PAGE_BYTES", 2 * row)
+    assert ids(await backend.tasks.list_tasks(ALICE, 5)) == ["t6", "t5"]
+    assert ids(await backend.tasks.list_tasks(ALICE, 1)) == ["t6"]
+    # a task larger than the bound is listed alone, and the listing moves past it
+    monkeypatch.setattr(base, "LIST_PAGE_BYTES", row // 2)
+    pages = await every_page(backend.tasks, ALICE, 5)
+    assert [ids(p) for p in pages] == [[f"t{n}"] for n in range(6, -1, -1)]
 
 
 async def test_a_value_no_row_can_hold_matches_nothing(backend: Backend) -> None:

@@ -94,7 +94,8 @@ async def test_a_files_listing_runs_on_the_worker_connection_in_one_read_transac
         assert worker and threading.get_ident() not in {thread for thread, _, _ in worker}
         statements = [sql.split()[0].upper() + (" COUNT" if "COUNT(*)" in sql else "")
                       for _, _, sql in worker]
-        assert statements == ["BEGIN", "SELECT COUNT", "SELECT", "ROLLBACK"], statements
+        # the count, the rows' sizes, the page's rows
+        assert statements == ["BEGIN", "SELECT COUNT", "SELECT", "SELECT", "ROLLBACK"], statements
         # a save the loop committed since is listed by the next listing
         await storage.tasks.save(record("t9", "completed", "c9"))
         page = await storage.tasks.list_tasks(TaskQuery(SPACE), 10)
