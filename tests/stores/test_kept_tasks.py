@@ -320,6 +320,20 @@ def test_the_message_ids_of_a_kept_task_and_of_the_versions_that_append_to_it() 
 # ---------------------------------------------------------------------------- on the wire
 
 
+@pytest.fixture
+def decoded(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The sizes of the task JSON decoded (``Task.model_validate_json``) while the test runs."""
+    sizes: list[int] = []
+    validate = Task.model_validate_json
+
+    def counted(data: Any, *args: Any, **kwargs: Any) -> Task:
+        sizes.append(len(data))
+        return validate(data, *args, **kwargs)
+
+    monkeypatch.setattr(Task, "model_validate_json", counted)
+    return sizes
+
+
 def notes_agent() -> Agent:
     return Agent("until-done", until_done_graph())
 
@@ -391,18 +405,10 @@ async def test_a_message_id_from_early_in_a_long_history_is_refused_as_delivered
 
 @pytest.mark.usefixtures("backend")
 async def test_a_long_task_is_answered_without_decoding_it_and_a_row_written_elsewhere_is_read(
-    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch, decoded: list[int]
 ) -> None:
     kept = KeptTasks()  # the server's own: tasks of 16 KiB and more
     monkeypatch.setattr(kept_tasks, "KEPT", kept)
-    decoded: list[int] = []
-    validate = Task.model_validate_json
-
-    def counted(data: Any, *args: Any, **kwargs: Any) -> Task:
-        decoded.append(len(data))
-        return validate(data, *args, **kwargs)
-
-    monkeypatch.setattr(Task, "model_validate_json", counted)
     db = durable_db(tmp_path)
     async with serve([notes_agent()], db=db) as client:
         found = await long_task(client, 50)
@@ -439,20 +445,12 @@ async def test_a_long_task_is_answered_without_decoding_it_and_a_row_written_els
 
 
 async def test_two_replicas_answering_a_long_task_in_turn_decode_only_what_the_other_added(
-    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch, decoded: list[int]
 ) -> None:
     """Two replicas on one PostgreSQL database, each with the kept tasks of its own process
     (swapped in for each of its requests), answer one long task in turn: each reads a row the
     other wrote. Before, each answer decoded the whole task there."""
     replicas = [KeptTasks(), KeptTasks()]  # the server's own: tasks of 16 KiB and more
-    decoded: list[int] = []
-    validate = Task.model_validate_json
-
-    def counted(data: Any, *args: Any, **kwargs: Any) -> Task:
-        decoded.append(len(data))
-        return validate(data, *args, **kwargs)
-
-    monkeypatch.setattr(Task, "model_validate_json", counted)
     async with serve([notes_agent()], db=postgres_url) as first, \
             serve([notes_agent()], db=postgres_url) as second:
         clients = (first, second)
