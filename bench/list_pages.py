@@ -1,5 +1,5 @@
-"""What one ``ListTasks`` page costs when the tasks it lists are large: its CPU, its wall time,
-the event loop's longest stall meanwhile and the memory it takes.
+"""What listing every task costs, a ``ListTasks`` page at a time, when the tasks are large:
+the CPU, the longest page, the event loop's longest stall and the most memory held.
 
     .venv/bin/python bench/list_pages.py [--db sqlite|postgres] [--answers 2000] [--tasks 128]
         [--page-size 100] [--repeat 3] [--name list-pages]
@@ -11,12 +11,14 @@ their JSON's size. ``create_app`` with the example agents on a fresh SQLite file
 database (``bench/pgdb.py``); one ``until-done`` task takes ``--answers`` one-character answers
 in process (``bench/long_history.py``); then its row and checkpoints are copied with new ids,
 doubling (``bench/sweep_scale.py``), until the store holds at least ``--tasks`` such tasks.
-One page of ``--page-size`` of every task (through httpx's ASGI transport, as
-``sweep_scale.py`` lists) is then read ``--repeat`` times for its CPU (``time.process_time()``:
-every thread, plus PostgreSQL's backends on PostgreSQL), ``--repeat`` times more, each timed
-with the loop's longest stall (``sweep_scale.timed``), and once under ``tracemalloc`` for the
-most memory Python held during it, less what it held before. Results: bench/results/NAME.md
-and .json.
+A walk reads every page of ``--page-size`` of every task, following ``nextPageToken`` to the
+end (through httpx's ASGI transport, as ``sweep_scale.py`` lists), as a client that lists
+everything does. ``--repeat`` walks run for their CPU (``time.process_time()``: every thread,
+plus PostgreSQL's backends on PostgreSQL), the mean a walk; ``--repeat`` more are timed: the
+longest page's wall time and the event loop's longest stall meanwhile (``sweep_scale``'s
+``LoopStalls``), medians over the walks; then one walk under ``tracemalloc``, for the most
+memory Python held during it, less what it held before. Results: bench/results/NAME.md and
+.json.
 """
 
 from __future__ import annotations
@@ -39,17 +41,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.in_process import database
 from bench.langgraph_alone import CLK_TCK, backend_cpu
 from bench.long_history import Task, stored_bytes
-from bench.sweep_scale import grow_postgres, grow_sqlite, list_tasks, save, timed
+from bench.sweep_scale import LoopStalls, grow_postgres, grow_sqlite, list_tasks, save
 
 
 @dataclass
 class Listing:
     tasks_stored: int = 0
     task_bytes: int = 0
+    #: pages a walk took, and tasks it listed
+    pages: int = 0
     listed: int = 0
-    next_page: bool = False
     cpu_ms: float = 0.0
-    ms: list[float] = field(default_factory=list)
+    longest_page_ms: list[float] = field(default_factory=list)
     stall_ms: list[float] = field(default_factory=list)
     peak_mib: float = 0.0
 
@@ -73,28 +76,36 @@ async def measure(kind: str, answers: int, tasks: int, page_size: int, repeat: i
             transport = httpx.ASGITransport(app=app)
             async with httpx.AsyncClient(transport=transport, base_url="http://bench",
                                          timeout=300) as client:
-                params = {"pageSize": page_size}
 
-                async def page() -> None:
-                    found = await list_tasks(client, params)
-                    out.listed = len(found["tasks"])
-                    out.next_page = bool(found["nextPageToken"])
+                async def walk() -> float:
+                    """Every page; the longest one's wall time in ms."""
+                    token, longest, out.pages, out.listed = "", 0.0, 0, 0
+                    while True:
+                        started = time.perf_counter()
+                        found = await list_tasks(client, {"pageSize": page_size,
+                                                          "pageToken": token})
+                        longest = max(longest, (time.perf_counter() - started) * 1e3)
+                        out.pages += 1
+                        out.listed += len(found["tasks"])
+                        token = found["nextPageToken"]
+                        if not token:
+                            return longest
 
                 cpu = time.process_time()
                 with backend_cpu(name) as pg:
                     for _ in range(repeat):
-                        await page()
+                        await walk()
                 backend = pg.backend_ticks / CLK_TCK if pg is not None else 0.0
                 out.cpu_ms = (time.process_time() - cpu + backend) * 1e3 / repeat
                 for _ in range(repeat):
-                    ms, stall = await timed(page)
-                    out.ms.append(ms)
-                    out.stall_ms.append(stall)
+                    async with LoopStalls() as stalls:
+                        out.longest_page_ms.append(await walk())
+                    out.stall_ms.append(stalls.longest)
                 tracemalloc.start()
                 try:
                     before = tracemalloc.get_traced_memory()[0]
                     tracemalloc.reset_peak()
-                    await page()
+                    await walk()
                     out.peak_mib = (tracemalloc.get_traced_memory()[1] - before) / 2**20
                 finally:
                     tracemalloc.stop()
@@ -103,14 +114,14 @@ async def measure(kind: str, answers: int, tasks: int, page_size: int, repeat: i
 
 def report(kind: str, listing: Listing, answers: int, page_size: int, repeat: int) -> str:
     return "\n".join([
-        f"{kind}: one `ListTasks` page of {page_size} (no history asked for) over "
+        f"{kind}: every `ListTasks` page of {page_size} (no history asked for) over "
         f"{listing.tasks_stored:,} copies of a task of {answers:,} answers; CPU: the mean of "
-        f"{repeat} pages, wall and stall: medians of {repeat}", "",
-        "| task row, bytes | tasks listed | a next page | CPU ms | wall ms | longest loop stall ms "
-        "| most memory held meanwhile, MiB |",
-        "|---:|---:|---|---:|---:|---:|---:|",
-        f"| {listing.task_bytes:,} | {listing.listed} | {'yes' if listing.next_page else 'no'} "
-        f"| {listing.cpu_ms:.1f} | {statistics.median(listing.ms):.1f} "
+        f"{repeat} walks, the longest page and stall: medians of {repeat} walks", "",
+        "| task row, bytes | tasks listed | pages | CPU ms a walk | longest page ms "
+        "| longest loop stall ms | most memory held meanwhile, MiB |",
+        "|---:|---:|---:|---:|---:|---:|---:|",
+        f"| {listing.task_bytes:,} | {listing.listed} | {listing.pages} "
+        f"| {listing.cpu_ms:.1f} | {statistics.median(listing.longest_page_ms):.1f} "
         f"| {statistics.median(listing.stall_ms):.1f} | {listing.peak_mib:.1f} |",
     ])
 

@@ -195,11 +195,13 @@ class TaskManager:
         return response_copy(await self._owned(task_id, space), history_length)
 
     async def list_tasks(
-        self, query: TaskQuery, limit: int, after: TaskCursor | None = None
+        self, query: TaskQuery, limit: int, after: TaskCursor | None = None, *,
+        history: int | None = None,
     ) -> TaskPage:
-        """The tasks of ``query.space``, last updated first (A2A v1.0's ``ListTasks``). Every
-        state change is saved before it is told, so the store is as new as any stream."""
-        return await self._store.list_tasks(query, limit, after)
+        """The tasks of ``query.space``, last updated first (A2A v1.0's ``ListTasks``), each
+        with at least its last ``history`` messages (None: all). Every state change is saved
+        before it is told, so the store is as new as any stream."""
+        return await self._store.list_tasks(query, limit, after, history=history)
 
     async def owned(self, task_id: str, *, space: str = ANONYMOUS) -> StoredTask:
         """The caller's task as the runtime holds it (the live record while a turn runs);

@@ -205,7 +205,7 @@ async def list_tasks(manager: TaskManager, params: ListTasksParams, space: str) 
         else context_key(space, params.query_context),
         state=params.state,
         updated_since=params.updated_since,
-    ), params.page_size, params.after)
+    ), params.page_size, params.after, history=params.history_length)
     return {
         "tasks": [task_out(response_copy(listed.record, params.history_length),
                            artifacts=params.include_artifacts) for listed in page.tasks],

@@ -258,14 +258,17 @@ class TaskStore(Protocol):
         ...
 
     async def list_tasks(
-        self, query: TaskQuery, limit: int, after: TaskCursor | None = None
+        self, query: TaskQuery, limit: int, after: TaskCursor | None = None, *,
+        history: int | None = None,
     ) -> TaskPage:
         """At most ``limit`` (1..``LIST_LIMIT``, else ``ValueError``) of the tasks ``query``
         selects, by last update then id, both descending, strictly after ``after`` in that
-        order. A row that cannot be decoded is left out of ``tasks`` (a warning names it) but
-        keeps its place: ``next``, the cursor of the page's last row when rows follow it, may
-        be an unreadable row's, and ``total`` (every matching row, whatever the cursor)
-        counts it."""
+        order, and no more than ``LIST_PAGE_BYTES`` of stored rows (``page_length``). A row
+        that cannot be decoded is left out of ``tasks`` (a warning names it) but keeps its
+        place: ``next``, the cursor of the page's last row when rows follow it, may be an
+        unreadable row's, and ``total`` (every matching row, whatever the cursor) counts it.
+        ``history``: a listed task may hold only its last ``history`` messages (None: all of
+        them), so that a large one need not be decoded whole (``_codec.decode_listed``)."""
         ...
 
     async def unfinished(self) -> list[StoredTask | UnreadableRow]:

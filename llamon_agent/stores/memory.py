@@ -60,7 +60,8 @@ class InMemoryTaskStore:
         return None if task_id is None else await self.get(task_id)
 
     async def list_tasks(
-        self, query: TaskQuery, limit: int, after: TaskCursor | None = None
+        self, query: TaskQuery, limit: int, after: TaskCursor | None = None, *,
+        history: int | None = None,
     ) -> TaskPage:
         check_listing(query, limit, after)
         matching = sorted(
@@ -75,16 +76,14 @@ class InMemoryTaskStore:
                  [key for key in matching if key < (after.updated, after.id)])
         rows = start[:limit + 1]
         length = page_length([len(self._rows[task_id][0]) for _, task_id in rows], limit)
-        found = [listed_task(partial(self._decode, task_id), task_id, updated)
+        found = [listed_task(partial(_codec.decode_listed, *self._rows[task_id][:6],
+                                     task_id=task_id, history=history), task_id, updated)
                  for updated, task_id in rows[:length]]
         return TaskPage(
             tasks=[task for task in found if task is not None],
             total=len(matching),
             next=TaskCursor(*rows[length - 1]) if len(rows) > length else None,
         )
-
-    def _decode(self, task_id: str) -> StoredTask:
-        return _codec.decode(*self._rows[task_id][:6], task_id=task_id)
 
     async def unfinished(self) -> list[StoredTask | UnreadableRow]:
         found: list[StoredTask | UnreadableRow] = []

@@ -338,7 +338,8 @@ class PostgresTaskStore:
         return decode_task_row(rows[0]) if rows else None
 
     async def list_tasks(
-        self, query: TaskQuery, limit: int, after: TaskCursor | None = None
+        self, query: TaskQuery, limit: int, after: TaskCursor | None = None, *,
+        history: int | None = None,
     ) -> TaskPage:
         check_listing(query, limit, after)
         if any("\x00" in value for value in (query.space, query.context_key, query.state)
@@ -376,7 +377,8 @@ class PostgresTaskStore:
                 continue
             if len(row[0]) >= LARGE_BYTES:
                 await asyncio.sleep(0)  # decoding it takes the loop: ready requests go first
-            found.append(listed_task(partial(decode_task_row, row), task_id, float(row[8])))
+            found.append(listed_task(partial(_codec.decode_listed, *row[:6], task_id=task_id,
+                                             history=history), task_id, float(row[8])))
         last = heads[length - 1] if len(heads) > length else None
         return TaskPage(
             tasks=[task for task in found if task is not None],

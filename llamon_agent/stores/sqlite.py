@@ -286,7 +286,8 @@ class SQLiteTaskStore:
         return None if row is None else await _decoded(row)
 
     async def list_tasks(
-        self, query: TaskQuery, limit: int, after: TaskCursor | None = None
+        self, query: TaskQuery, limit: int, after: TaskCursor | None = None, *,
+        history: int | None = None,
     ) -> TaskPage:
         """The count and the page are read in one snapshot; with a worker thread, there: the
         count reads every task the query matches, and one request must not hold the loop
@@ -315,7 +316,8 @@ class SQLiteTaskStore:
         for row in rows:
             if len(row[0]) >= LARGE_BYTES:
                 await asyncio.sleep(0)  # as in ``_decoded``: ready requests go first
-            found.append(listed_task(partial(_decode, row), row[6], float(row[8])))
+            found.append(listed_task(partial(_codec.decode_listed, *row[:6], task_id=row[6],
+                                             history=history), row[6], float(row[8])))
         return TaskPage(
             tasks=[task for task in found if task is not None],
             total=int(total),

@@ -499,3 +499,32 @@ def test_a_status_full_of_history_keys_is_looked_through_a_bounded_number_of_tim
         assert got == Task.model_validate_json(row)
         # past the keys looked at, the task's own (the 201st) is not reached
         assert shares_kept_messages(got, first) is shared
+
+
+@pytest.mark.usefixtures("backend")
+async def test_a_listing_decodes_only_the_messages_it_shows_of_a_long_task(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch, decoded: list[int]
+) -> None:
+    """``ListTasks`` shows no history unless ``historyLength`` asks for some: a long task it
+    lists, and has not kept, is not decoded whole (``_codec.decode_listed``)."""
+    monkeypatch.setattr(kept_tasks, "KEPT", KeptTasks())
+    async with serve([notes_agent()], db=durable_db(tmp_path)) as client:
+        found = await long_task(client, 50)
+        monkeypatch.setattr(kept_tasks, "KEPT", KeptTasks())  # as after a start
+
+        async def listing(**params: Any) -> dict[str, Any]:
+            response = await client.http.post("/", headers={"A2A-Version": "1.0"}, json={
+                "jsonrpc": "2.0", "id": 1, "method": "ListTasks",
+                "params": {"contextId": found["contextId"], **params}})
+            [task] = response.json()["result"]["tasks"]
+            return dict(task)
+
+        decoded.clear()
+        assert "history" not in await listing()
+        last_two = await listing(historyLength=2)
+        assert [m["messageId"] for m in last_two["history"]] == [
+            m["messageId"] for m in found["history"][-2:]]
+        assert decoded and max(decoded) < 2 * KiB, decoded  # 101 messages, 30 KB stored
+        assert kept_tasks.KEPT.held_bytes == 0
+        every = await listing(historyLength=1000)
+        assert len(every["history"]) == len(found["history"]) == 101

@@ -16,7 +16,7 @@ import pytest
 
 from llamon_agent.a2a.types import Task, TaskStatus
 from llamon_agent.core.principal import context_key
-from llamon_agent.stores import base
+from llamon_agent.stores import base, kept_tasks
 from llamon_agent.stores.base import (
     ListedTask,
     StoredTask,
@@ -25,6 +25,7 @@ from llamon_agent.stores.base import (
     TaskQuery,
     TaskStore,
 )
+from llamon_agent.stores.kept_tasks import KeptTasks
 from llamon_agent.stores.memory import InMemoryTaskStore
 from llamon_agent.stores.storage import Storage, open_storage
 
@@ -349,6 +350,38 @@ async def test_a_page_holds_no_more_stored_bytes_than_the_bound(
     monkeypatch.setattr(base, "LIST_PAGE_BYTES", row // 2)
     pages = await every_page(backend.tasks, ALICE, 5)
     assert [ids(p) for p in pages] == [[f"t{n}"] for n in range(6, -1, -1)]
+
+
+async def test_a_listing_may_hold_only_the_last_messages_it_shows(
+    backend: Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``history``: a listed task holds at least its last ``history`` messages, and a large one
+    only those (the others are not decoded). Stored bytes, status and the rest as read whole."""
+    messages = [{"kind": "message", "messageId": f"m{n}", "role": "user" if n % 2 else "agent",
+                 "parts": [{"kind": "text", "text": f"{n} " + "x" * 200}]} for n in range(120)]
+    large = StoredTask(task=Task.model_validate({
+        "id": "big", "contextId": "c1", "status": TaskStatus(state="input-required").to_wire(),
+        "history": messages, "metadata": {"k": "v"}}), agent_id="document-review", space="alice")
+    assert len(large.task.to_json()) >= kept_tasks.MIN_BYTES
+    await backend.tasks.save(large)
+    await put(backend, "small", 1.0)
+    # as a process that has not kept the task (another replica's row, or after a start)
+    monkeypatch.setattr(kept_tasks, "KEPT", KeptTasks())
+    whole = await backend.tasks.get("big")
+    assert whole is not None and whole.task.history is not None
+    monkeypatch.setattr(kept_tasks, "KEPT", KeptTasks())
+    for history, shown in ((0, None), (2, whole.task.history[-2:]), (500, whole.task.history)):
+        page = await backend.tasks.list_tasks(ALICE, 10, history=history)
+        assert ids(page) == ["big", "small"]
+        listed = page.tasks[0].record
+        assert listed.task.history == shown, history
+        assert listed.task == whole.task.model_copy(update={"history": shown})
+        assert listed.stored_bytes == whole.stored_bytes
+        assert listed.state == "input-required"
+        small = page.tasks[1].record
+        assert small == await backend.tasks.get("small")  # a small task is read whole
+    assert kept_tasks.KEPT.held_bytes == 0  # a listing's partial task is not kept
+    assert (await backend.tasks.list_tasks(ALICE, 10)).tasks[0].record.task == whole.task
 
 
 async def test_a_value_no_row_can_hold_matches_nothing(backend: Backend) -> None:
