@@ -13,9 +13,9 @@ from ..core.deadlines import OnExpiry
 from ..core.principal import ANONYMOUS, context_key, split_key
 from ..errors import UnreadableTaskError
 
-__all__ = ["LIST_LIMIT", "LIST_PAGE_BYTES", "DeletedTask", "Expiry", "ListedTask", "Pending", "Prunable",
-           "StoredTask", "TaskCursor", "TaskPage", "TaskQuery", "TaskStore", "UnreadableRow",
-           "check_listing", "listed_task", "listing_condition", "page_length"]
+__all__ = ["LIST_LIMIT", "LIST_PAGE_BYTES", "DeletedTask", "Expiry", "ListedTask", "Pending",
+           "Prunable", "StoredTask", "TaskCursor", "TaskPage", "TaskQuery", "TaskStore",
+           "UnreadableRow", "check_listing", "listed_task", "listing_condition", "page_length"]
 
 log = logging.getLogger(__name__)
 
@@ -148,10 +148,10 @@ class UnreadableRow:
 #: the most tasks one ``list_tasks`` call returns (the A2A edge bounds a page lower)
 LIST_LIMIT = 1000
 #: stored bytes of the task rows one ``list_tasks`` page reads: a page holds fewer tasks than
-#: its limit once its rows would pass this (always one at least). Every task listed is read and
-#: decoded whole, history included, whatever the listing shows of it, and a decoded history
-#: takes about ten times its JSON: a page of 100 tasks of 1.3 MB held 1 GB and took 4.6 s
-#: (bench/README.md, "Speed, round thirty-six")
+#: its limit once its rows would pass this (always one at least). Every task listed is read
+#: whole and parsed (``_codec.decode_listed``), and a task may hold ``max_task_bytes``: before,
+#: a page of 100 tasks of 1.3 MB, each decoded whole, held 1 GB and took 4.6 s (bench/README.md,
+#: "Speed, round thirty-six")
 LIST_PAGE_BYTES = 4 * 1024 * 1024
 
 

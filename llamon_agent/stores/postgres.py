@@ -367,9 +367,11 @@ class PostgresTaskStore:
             heads = await cur.fetchall()
             length = page_length([size for _, _, size in heads], limit)
             ids = [task_id for task_id, _, _ in heads[:length]]
-            await cur.execute(f"SELECT {_COLUMNS}, updated FROM llamon_tasks WHERE id = ANY(%s)",
-                              (ids,))
-            by_id = {row[6]: row for row in await cur.fetchall()}
+            by_id = {}
+            if ids:
+                await cur.execute(
+                    f"SELECT {_COLUMNS}, updated FROM llamon_tasks WHERE id = ANY(%s)", (ids,))
+                by_id = {row[6]: row for row in await cur.fetchall()}
         found = []
         for task_id in ids:
             row = by_id.get(task_id)  # None: deleted since the sizes were read
