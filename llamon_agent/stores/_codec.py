@@ -125,45 +125,6 @@ def _deadline(value: Any) -> Expiry | None:
     return Expiry(value["interrupt"], value["at"], expiry_from_json(value.get("then")))
 
 
-def decode_listed(
-    task_json: bytes | str,
-    agent_id: str,
-    event_seq: int,
-    pending_interrupt: str | None,
-    reask_count: int,
-    extra_json: bytes | str | None,
-    *,
-    task_id: str,
-    history: int | None,
-) -> StoredTask:
-    """:func:`decode` for a listing that shows at most the last ``history`` messages of each
-    task (None: every one). A large row's other messages are dropped before the task is
-    validated: a listing showing no history had decoded each task whole, a page of 100 tasks of
-    1.3 MB taking 4.6 s and holding 1 GB (bench/README.md, "Speed, round thirty-six"). The task
-    kept for the row (kept_tasks.py) is used as it is; a task decoded here is not kept."""
-    kept = kept_tasks.KEPT
-    if history is None or len(task_json) < kept.min_bytes:
-        return decode(task_json, agent_id, event_seq, pending_interrupt, reask_count, extra_json,
-                      task_id=task_id)
-    whole = kept.recall(task_id, task_json)
-    if whole is not None:
-        return decode(task_json, agent_id, event_seq, pending_interrupt, reask_count, extra_json,
-                      task_id=task_id)
-    try:
-        value = orjson.loads(task_json)
-        if isinstance(value, dict) and isinstance(messages := value.get("history"), list):
-            if history:
-                value["history"] = messages[-history:]
-            else:
-                del value["history"]
-        # validated from JSON, as every stored task is (JSON mode, not Python mode)
-        shown = orjson.dumps(value)
-    except (ValueError, TypeError) as exc:  # orjson's: decoding, encoding (nested too deep)
-        raise UnreadableTaskError(task_id, str(exc)) from None
-    return decode(shown, agent_id, event_seq, pending_interrupt, reask_count, extra_json,
-                  task_id=task_id, keep=False, stored_bytes=len(task_json))
-
-
 def decode(
     task_json: bytes | str,
     agent_id: str,
@@ -173,19 +134,23 @@ def decode(
     extra_json: bytes | str | None,
     *,
     task_id: str | None = None,
-    keep: bool = True,
-    stored_bytes: int | None = None,
+    history: int | None = None,
 ) -> StoredTask:
     """The stored task of a row. ``task_id``: its id, named by the error, and by which a large
-    task is kept (kept_tasks.py) unless ``keep`` is false; ``stored_bytes``: the row's task
-    bytes, when ``task_json`` is not the row's own (:func:`decode_listed`)."""
+    task is kept (kept_tasks.py). ``history``: a listing shows at most the task's last
+    ``history`` messages, so a large one not kept is decoded with those alone (nothing kept):
+    a listing that showed no history had decoded each task whole, a page of 100 tasks of 1.3
+    MB taking 4.6 s and holding 1 GB (bench/README.md, "Speed, round thirty-six")."""
     try:
         facts = _facts(orjson.loads(extra_json) if extra_json else {})
-        kept_now = kept_tasks.KEPT
-        if task_id is None or not keep or len(task_json) < kept_now.min_bytes:
+        kept = kept_tasks.KEPT
+        if task_id is None or len(task_json) < kept.min_bytes:
             task = Task.model_validate_json(task_json)
+        elif history is None:
+            task = kept.decode(task_id, task_json)
         else:
-            task = kept_now.decode(task_id, task_json)
+            task = (kept.recall(task_id, task_json)
+                    or Task.model_validate_json(_last_messages(task_json, history)))
     except (ValueError, ValidationError, RecursionError) as exc:  # orjson's error is a ValueError
         raise UnreadableTaskError(task_id, str(exc)) from None
     return StoredTask(
@@ -194,7 +159,21 @@ def decode(
         event_seq=event_seq,
         pending_interrupt=pending_interrupt,
         reask_count=reask_count,
-        stored_bytes=(len(task_json) if stored_bytes is None else stored_bytes)
-        + len(extra_json or b""),
+        stored_bytes=len(task_json) + len(extra_json or b""),
         **facts,
     )
+
+
+def _last_messages(task_json: bytes | str, history: int) -> bytes:
+    """The task's JSON with its last ``history`` messages alone (none for 0), to be validated
+    from JSON as every stored task is; ``ValueError`` if it is not JSON orjson can write."""
+    value = orjson.loads(task_json)
+    if isinstance(value, dict) and isinstance(messages := value.get("history"), list):
+        if history:
+            value["history"] = messages[-history:]
+        else:
+            del value["history"]
+    try:
+        return orjson.dumps(value)
+    except orjson.JSONEncodeError as exc:  # a TypeError: nested deeper than orjson writes
+        raise ValueError(str(exc)) from None

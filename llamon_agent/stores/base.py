@@ -149,9 +149,9 @@ class UnreadableRow:
 LIST_LIMIT = 1000
 #: stored bytes of the task rows one ``list_tasks`` page reads: a page holds fewer tasks than
 #: its limit once its rows would pass this (always one at least). Every task listed is read
-#: whole and parsed (``_codec.decode_listed``), and a task may hold ``max_task_bytes``: before,
-#: a page of 100 tasks of 1.3 MB, each decoded whole, held 1 GB and took 4.6 s (bench/README.md,
-#: "Speed, round thirty-six")
+#: whole and parsed (``_codec.decode`` with ``history``), and a task may hold
+#: ``max_task_bytes``: before, a page of 100 tasks of 1.3 MB, each decoded whole, held 1 GB and
+#: took 4.6 s (bench/README.md, "Speed, round thirty-six")
 LIST_PAGE_BYTES = 4 * 1024 * 1024
 
 
@@ -268,7 +268,7 @@ class TaskStore(Protocol):
         place: ``next``, the cursor of the page's last row when rows follow it, may be an
         unreadable row's, and ``total`` (every matching row, whatever the cursor) counts it.
         ``history``: a listed task may hold only its last ``history`` messages (None: all of
-        them), so that a large one need not be decoded whole (``_codec.decode_listed``)."""
+        them), so that a large one need not be decoded whole (``_codec.decode``, ``history``)."""
         ...
 
     async def unfinished(self) -> list[StoredTask | UnreadableRow]:

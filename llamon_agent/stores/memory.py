@@ -76,7 +76,7 @@ class InMemoryTaskStore:
                  [key for key in matching if key < (after.updated, after.id)])
         rows = start[:limit + 1]
         length = page_length([len(self._rows[task_id][0]) for _, task_id in rows], limit)
-        found = [listed_task(partial(_codec.decode_listed, *self._rows[task_id][:6],
+        found = [listed_task(partial(_codec.decode, *self._rows[task_id][:6],
                                      task_id=task_id, history=history), task_id, updated)
                  for updated, task_id in rows[:length]]
         return TaskPage(

@@ -379,7 +379,7 @@ class PostgresTaskStore:
                 continue
             if len(row[0]) >= LARGE_BYTES:
                 await asyncio.sleep(0)  # decoding it takes the loop: ready requests go first
-            found.append(listed_task(partial(_codec.decode_listed, *row[:6], task_id=task_id,
+            found.append(listed_task(partial(_codec.decode, *row[:6], task_id=task_id,
                                              history=history), task_id, float(row[8])))
         last = heads[length - 1] if len(heads) > length else None
         return TaskPage(

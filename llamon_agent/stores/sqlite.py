@@ -316,7 +316,7 @@ class SQLiteTaskStore:
         for row in rows:
             if len(row[0]) >= LARGE_BYTES:
                 await asyncio.sleep(0)  # as in ``_decoded``: ready requests go first
-            found.append(listed_task(partial(_codec.decode_listed, *row[:6], task_id=row[6],
+            found.append(listed_task(partial(_codec.decode, *row[:6], task_id=row[6],
                                              history=history), row[6], float(row[8])))
         return TaskPage(
             tasks=[task for task in found if task is not None],

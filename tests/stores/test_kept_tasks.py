@@ -506,7 +506,7 @@ async def test_a_listing_decodes_only_the_messages_it_shows_of_a_long_task(
     tmp_path: Any, monkeypatch: pytest.MonkeyPatch, decoded: list[int]
 ) -> None:
     """``ListTasks`` shows no history unless ``historyLength`` asks for some: a long task it
-    lists, and has not kept, is not decoded whole (``_codec.decode_listed``)."""
+    lists, and has not kept, is not decoded whole (``_codec.decode``, ``history``)."""
     monkeypatch.setattr(kept_tasks, "KEPT", KeptTasks())
     async with serve([notes_agent()], db=durable_db(tmp_path)) as client:
         found = await long_task(client, 50)
