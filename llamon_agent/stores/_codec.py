@@ -16,7 +16,9 @@ time its task is saved (docs/storage.md).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import asyncio
+from collections.abc import Iterable, Sequence
+from functools import partial
 from typing import Any
 
 import orjson
@@ -28,7 +30,8 @@ from ..core.principal import ANONYMOUS
 from ..errors import UnreadableTaskError
 from ..human_review.node import is_review_wait
 from . import kept_tasks
-from .base import Expiry, Pending, StoredTask
+from .base import Expiry, ListedTask, Pending, StoredTask, listed_task
+from .offload import LARGE_BYTES
 
 
 def encode_task(record: StoredTask) -> bytes:
@@ -149,8 +152,9 @@ def decode(
         elif history is None:
             task = kept.decode(task_id, task_json)
         else:
-            task = (kept.recall(task_id, task_json)
-                    or Task.model_validate_json(_last_messages(task_json, history)))
+            recalled = kept.recall(task_id, task_json)
+            task = (Task.model_validate_json(_last_messages(task_json, history))
+                    if recalled is None else recalled)
     except (ValueError, ValidationError, RecursionError) as exc:  # orjson's error is a ValueError
         raise UnreadableTaskError(task_id, str(exc)) from None
     return StoredTask(
@@ -162,6 +166,28 @@ def decode(
         stored_bytes=len(task_json) + len(extra_json or b""),
         **facts,
     )
+
+
+async def decode_page(ids: Sequence[str], rows: Iterable[Sequence[Any]],
+                      history: int | None) -> list[ListedTask]:
+    """A listing's page: ``rows`` (a task row's columns as SQLite's and PostgreSQL's stores
+    select them, ``task, agent_id, event_seq, pending_interrupt, reask_count, extra, id,
+    context_id, updated``, in any order) decoded in the order of ``ids``, each with ``history``
+    (:func:`decode`). A row missing (deleted since the page was chosen) or unreadable is left
+    out; before a large one the ready requests run (decoding it takes the loop)."""
+    by_id = {row[6]: row for row in rows}
+    found = []
+    for task_id in ids:
+        row = by_id.get(task_id)
+        if row is None:
+            continue
+        if len(row[0]) >= LARGE_BYTES:
+            await asyncio.sleep(0)
+        listed = listed_task(partial(decode, *row[:6], task_id=task_id, history=history),
+                             task_id, float(row[8]))
+        if listed is not None:
+            found.append(listed)
+    return found
 
 
 def _last_messages(task_json: bytes | str, history: int) -> bytes:

@@ -15,7 +15,7 @@ from ..errors import UnreadableTaskError
 
 __all__ = ["LIST_LIMIT", "LIST_PAGE_BYTES", "DeletedTask", "Expiry", "ListedTask", "Pending",
            "Prunable", "StoredTask", "TaskCursor", "TaskPage", "TaskQuery", "TaskStore",
-           "UnreadableRow", "check_listing", "listed_task", "listing_condition", "page_length"]
+           "UnreadableRow", "check_listing", "choose_page", "listed_task", "listing_condition"]
 
 log = logging.getLogger(__name__)
 
@@ -217,16 +217,22 @@ def check_listing(query: TaskQuery, limit: int, after: TaskCursor | None) -> Non
         raise ValueError("a listing's times must be finite")
 
 
-def page_length(sizes: Sequence[int], limit: int) -> int:
-    """How many of the rows matching a listing, in its order, one page reads: at most ``limit``,
-    and no more than fit in ``LIST_PAGE_BYTES`` of stored rows, one at least. ``sizes``: the
-    row sizes of (at least) the first ``limit`` rows in order."""
+def choose_page(heads: Sequence[tuple[str, float, int | None]], limit: int
+                ) -> tuple[list[str], TaskCursor | None]:
+    """A listing's page, from its matching rows' ``(id, last update, stored bytes)`` in its
+    order (``limit + 1`` of them, or fewer when fewer match): the ids of the rows it reads, at
+    most ``limit`` and no more than ``LIST_PAGE_BYTES`` of rows (one at least), and the cursor
+    of its last row when rows follow it."""
+    length = min(len(heads), limit)
     total = 0
-    for n, size in enumerate(sizes[:limit]):
-        total += size
+    for n, (_, _, size) in enumerate(heads[:limit]):
+        total += size or 0
         if total > LIST_PAGE_BYTES and n > 0:
-            return n
-    return min(len(sizes), limit)
+            length = n
+            break
+    last = heads[length - 1] if len(heads) > length else None
+    return ([task_id for task_id, _, _ in heads[:length]],
+            None if last is None else TaskCursor(float(last[1]), last[0]))
 
 
 def listed_task(decode: Callable[[], StoredTask], task_id: str, updated: float
@@ -263,7 +269,7 @@ class TaskStore(Protocol):
     ) -> TaskPage:
         """At most ``limit`` (1..``LIST_LIMIT``, else ``ValueError``) of the tasks ``query``
         selects, by last update then id, both descending, strictly after ``after`` in that
-        order, and no more than ``LIST_PAGE_BYTES`` of stored rows (``page_length``). A row
+        order, and no more than ``LIST_PAGE_BYTES`` of stored rows (``choose_page``). A row
         that cannot be decoded is left out of ``tasks`` (a warning names it) but keeps its
         place: ``next``, the cursor of the page's last row when rows follow it, may be an
         unreadable row's, and ``total`` (every matching row, whatever the cursor) counts it.

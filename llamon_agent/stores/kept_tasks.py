@@ -136,10 +136,7 @@ class KeptTasks:
         entry = self._entries.get(task_id)
         if type(data) is not bytes or entry is None or not entry.encoded or not entry.task.history:
             return None
-        head, tail = _around_history(entry.task)
-        start = len(head) - 1 + len(_HISTORY_KEY)
-        end = len(entry.data) - (1 if tail == b"{}" else len(tail))
-        shared = memoryview(entry.data)[start:end - 1]  # "[m1,...,mN": the kept messages
+        shared = _history_of(entry.data, entry.task)[:-1]  # "[m1,...,mN": the kept messages
         # the task's own key follows its status, whose data parts and metadata may hold keys
         # of that name too: a few are looked at, each compared with the kept messages' bytes
         # until they differ, so that a status made of such keys costs a bounded number of scans
@@ -255,10 +252,7 @@ def _spliced(task: Task, kept_data: bytes, kept: Task) -> bytes:
     """``task``'s JSON with the messages it shares with ``kept`` (:func:`_appends_to`) cut
     from ``kept_data``."""
     old, new = kept.history or [], task.history or []
-    head, tail = _around_history(kept)
-    start = len(head) - 1 + len(_HISTORY_KEY)
-    end = len(kept_data) - (1 if tail == b"{}" else len(tail))
-    shared = kept_data[start:end]  # "[...]", every message of ``kept``
+    shared = _history_of(kept_data, kept)  # "[...]", every message of ``kept``
     added = b"".join(b"," + m.to_json() for m in new[len(old):])
     head, tail = _around_history(task)
     data = b"".join((head[:-1], _HISTORY_KEY, shared[:-1], added, b"]",
@@ -266,6 +260,14 @@ def _spliced(task: Task, kept_data: bytes, kept: Task) -> bytes:
     if task_json.VERIFY and data != task.to_json():
         raise StaleKeptTaskError(f"task {task.id}: its history's messages were changed in place")
     return data
+
+
+def _history_of(kept_data: bytes, kept: Task) -> memoryview:
+    """The history array of ``kept_data``, ``kept.to_json()``: ``[m1,...,mN]``, not copied."""
+    head, tail = _around_history(kept)
+    start = len(head) - 1 + len(_HISTORY_KEY)
+    end = len(kept_data) - (1 if tail == b"{}" else len(tail))
+    return memoryview(kept_data)[start:end]
 
 
 def _around_history(task: Task) -> tuple[bytes, bytes]:

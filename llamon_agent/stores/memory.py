@@ -18,8 +18,8 @@ from .base import (
     TaskQuery,
     UnreadableRow,
     check_listing,
+    choose_page,
     listed_task,
-    page_length,
 )
 
 __all__ = ["InMemoryTaskStore"]
@@ -74,16 +74,15 @@ class InMemoryTaskStore:
         )
         start = (matching if after is None else
                  [key for key in matching if key < (after.updated, after.id)])
-        rows = start[:limit + 1]
-        length = page_length([len(self._rows[task_id][0]) for _, task_id in rows], limit)
+        ids, following = choose_page(
+            [(task_id, updated, len(self._rows[task_id][0]))
+             for updated, task_id in start[:limit + 1]], limit)
         found = [listed_task(partial(_codec.decode, *self._rows[task_id][:6],
-                                     task_id=task_id, history=history), task_id, updated)
-                 for updated, task_id in rows[:length]]
-        return TaskPage(
-            tasks=[task for task in found if task is not None],
-            total=len(matching),
-            next=TaskCursor(*rows[length - 1]) if len(rows) > length else None,
-        )
+                                     task_id=task_id, history=history), task_id,
+                             self._rows[task_id][9])
+                 for task_id in ids]
+        return TaskPage(tasks=[task for task in found if task is not None],
+                        total=len(matching), next=following)
 
     async def unfinished(self) -> list[StoredTask | UnreadableRow]:
         found: list[StoredTask | UnreadableRow] = []

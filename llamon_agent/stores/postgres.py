@@ -18,7 +18,7 @@ import asyncio
 import time
 from collections.abc import AsyncIterator, Collection, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
-from functools import lru_cache, partial
+from functools import lru_cache
 from typing import Any
 
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
@@ -44,11 +44,9 @@ from .base import (
     TaskQuery,
     UnreadableRow,
     check_listing,
-    listed_task,
+    choose_page,
     listing_condition,
-    page_length,
 )
-from .offload import LARGE_BYTES
 from .pg_saver import InlinePostgresSaver
 from .push_base import NOTIFIED_STATES
 from .push_postgres import SCHEMA as PUSH_SCHEMA
@@ -356,7 +354,7 @@ class PostgresTaskStore:
         async with self._pool.connection() as conn, binary_cursor(conn) as cur:
             await cur.execute(f"SELECT COUNT(*) FROM llamon_tasks WHERE {where}", params)
             counted = await cur.fetchone()
-            # the page's rows are chosen by their sizes (``page_length``), then read: a row
+            # the page's rows are chosen by their sizes (``choose_page``), then read: a row
             # past the page is not read whole (``octet_length`` of a TOASTed value reads its
             # pointer, not its bytes)
             await cur.execute(
@@ -364,29 +362,14 @@ class PostgresTaskStore:
                 ' ORDER BY updated DESC, id COLLATE "C" DESC LIMIT %s',
                 (*page_params, limit + 1),
             )
-            heads = await cur.fetchall()
-            length = page_length([size for _, _, size in heads], limit)
-            ids = [task_id for task_id, _, _ in heads[:length]]
-            by_id = {}
+            ids, following = choose_page(await cur.fetchall(), limit)
+            rows = []
             if ids:
                 await cur.execute(
                     f"SELECT {_COLUMNS}, updated FROM llamon_tasks WHERE id = ANY(%s)", (ids,))
-                by_id = {row[6]: row for row in await cur.fetchall()}
-        found = []
-        for task_id in ids:
-            row = by_id.get(task_id)  # None: deleted since the sizes were read
-            if row is None:
-                continue
-            if len(row[0]) >= LARGE_BYTES:
-                await asyncio.sleep(0)  # decoding it takes the loop: ready requests go first
-            found.append(listed_task(partial(_codec.decode, *row[:6], task_id=task_id,
-                                             history=history), task_id, float(row[8])))
-        last = heads[length - 1] if len(heads) > length else None
-        return TaskPage(
-            tasks=[task for task in found if task is not None],
-            total=int(counted[0]) if counted is not None else 0,
-            next=None if last is None else TaskCursor(float(last[1]), last[0]),
-        )
+                rows = await cur.fetchall()
+        return TaskPage(tasks=await _codec.decode_page(ids, rows, history),
+                        total=int(counted[0]) if counted is not None else 0, next=following)
 
     async def unfinished(self) -> list[StoredTask | UnreadableRow]:
         rows = await self._rows(

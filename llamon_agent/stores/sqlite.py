@@ -41,9 +41,8 @@ from .base import (
     TaskQuery,
     UnreadableRow,
     check_listing,
-    listed_task,
+    choose_page,
     listing_condition,
-    page_length,
 )
 from .offload import LARGE_BYTES, Offload
 from .saver_signatures import signatures_worked_out_once
@@ -303,26 +302,17 @@ class SQLiteTaskStore:
         if after is not None:
             where += " AND (updated, id) < (?, ?)"
             params = (*params, after.updated, after.id)
-        # the page's rows are chosen by their sizes (``page_length``), then read: a row past
+        # the page's rows are chosen by their sizes (``choose_page``), then read: a row past
         # the page is not read whole (a BLOB's length is in its header)
         heads = (f"SELECT id, updated, length(task) FROM {source} WHERE {where}"
                  " ORDER BY updated DESC, id DESC LIMIT ?", (*params, limit + 1))
         if self._offload is None:
-            total, rows, last = _listing(count, heads, limit, self._conn)
+            total, ids, rows, after = _listing(count, heads, limit, self._conn)
         else:
-            total, rows, last = await self._offload.read(
+            total, ids, rows, after = await self._offload.read(
                 partial(_listing, count, heads, limit, snapshot=True))
-        found = []
-        for row in rows:
-            if len(row[0]) >= LARGE_BYTES:
-                await asyncio.sleep(0)  # as in ``_decoded``: ready requests go first
-            found.append(listed_task(partial(_codec.decode, *row[:6], task_id=row[6],
-                                             history=history), row[6], float(row[8])))
-        return TaskPage(
-            tasks=[task for task in found if task is not None],
-            total=int(total),
-            next=None if last is None else TaskCursor(float(last[1]), last[0]),
-        )
+        return TaskPage(tasks=await _codec.decode_page(ids, rows, history), total=int(total),
+                        next=after)
 
     async def unfinished(self) -> list[StoredTask | UnreadableRow]:
         rows = self._conn.execute(
@@ -626,28 +616,23 @@ _Statement = tuple[str, tuple[Any, ...]]
 def _listing(
     count: _Statement, heads: _Statement, limit: int, conn: sqlite3.Connection, *,
     snapshot: bool = False,
-) -> tuple[int, list[Any], Any | None]:
-    """A listing's count, its page's rows in order and the last listed row's ``(id, updated)``
-    when a page follows (else None). ``heads`` selects ``id, updated, length(task)`` of up to
-    ``limit + 1`` rows in order, from which ``page_length`` chooses the page's. On the loop's
-    connection nothing runs between the statements; on the worker's, a write committed
-    meanwhile would, so ``snapshot`` reads them in one read transaction (ended here, so the
-    WAL can be checkpointed past it)."""
+) -> tuple[int, list[str], list[Any], TaskCursor | None]:
+    """A listing's count, its page's ids (``choose_page``, from ``heads``: ``id, updated,
+    length(task)`` of up to ``limit + 1`` rows in order), their rows and the next page's
+    cursor. On the loop's connection nothing runs between the statements; on the worker's, a
+    write committed meanwhile would, so ``snapshot`` reads them in one read transaction (ended
+    here, so the WAL can be checkpointed past it)."""
     if snapshot:
         conn.execute("BEGIN")
     try:
         total = conn.execute(*count).fetchone()[0]
-        found = conn.execute(*heads).fetchall()
-        length = page_length([size or 0 for _, _, size in found], limit)
-        ids = [task_id for task_id, _, _ in found[:length]]
-        by_id = {row[6]: row for row in conn.execute(
-            f"SELECT {_COLUMNS}, updated FROM llamon_tasks WHERE id IN"
-            f" ({', '.join('?' * len(ids))})", ids)} if ids else {}
+        ids, after = choose_page(conn.execute(*heads).fetchall(), limit)
+        rows = conn.execute(f"SELECT {_COLUMNS}, updated FROM llamon_tasks WHERE id IN"
+                            f" ({', '.join('?' * len(ids))})", ids).fetchall() if ids else []
     finally:
         if snapshot:
             conn.rollback()
-    return (total, [by_id[task_id] for task_id in ids if task_id in by_id],
-            found[length - 1][:2] if len(found) > length else None)
+    return total, ids, rows, after
 
 
 def _count_by_state(conn: sqlite3.Connection) -> list[Any]:
